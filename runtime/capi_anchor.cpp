@@ -1,0 +1,1 @@
+// libgradwire.so is gradwire_core linked whole; the C ABI lives in runtime/capi/.

@@ -1,0 +1,23 @@
+#include "bench/bench.hpp"
+
+#include <algorithm>
+
+namespace gwcli::bench {
+
+// Each suite lives in its own file (suite_p1.cpp, ...) and is listed here once.
+const std::vector<Suite>& suites() {
+  static const std::vector<Suite> all = {};
+  return all;
+}
+
+Stats summarize(std::vector<double> samples) {
+  Stats s;
+  if (samples.empty()) return s;
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  s.median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  s.spread = s.median > 0 ? (samples.back() - samples.front()) / s.median : 0;
+  return s;
+}
+
+}  // namespace gwcli::bench
