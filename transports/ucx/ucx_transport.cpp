@@ -1,0 +1,511 @@
+// The UCX transport: nonblocking tagged point-to-point over UCP.
+//
+// One UCP context and one worker per transport. Endpoints are created from the peers' worker addresses
+// (gathered by the bootstrap) with peer-failure handling, so a dead peer fails the requests that involve
+// it instead of hanging them. The sender's rank is encoded into the UCP tag, next to the runtime's tag,
+// so a receive matches only the peer it names. Large messages use UCP's rendezvous protocol, which
+// moves them without extra copies. Nothing here blocks, except destroy's bounded wait for endpoints to
+// close. See docs/collectives.md (transport section).
+#include <gradwire/plugin.h>
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char* kComponent = "transport.ucx";
+// UCP tag layout: [ sender rank : 24 ][ runtime tag : 40 ].
+constexpr unsigned kTagBits = 40;
+constexpr uint64_t kTagMask = (uint64_t{1} << kTagBits) - 1;
+constexpr uint32_t kMaxRanks = 1u << 24;
+
+const gw_config_key kConfigKeys[] = {
+    {sizeof(gw_config_key), "tls", GW_CONFIG_STRING, "\"\"",
+     "UCX transports to use, in UCX_TLS syntax (\"shm\", \"tcp\", \"rc,sm\"); empty: the UCX_TLS "
+     "environment variable, else UCX's own choice.",
+     1.0, 0.0, nullptr},
+    {sizeof(gw_config_key), "net_devices", GW_CONFIG_STRING, "\"\"",
+     "Network devices UCX may use, in UCX_NET_DEVICES syntax (\"mlx5_0:1\", \"eth0\"); empty: the "
+     "environment or all.",
+     1.0, 0.0, nullptr},
+    {sizeof(gw_config_key), "rndv_threshold", GW_CONFIG_STRING, "\"\"",
+     "Message size from which UCX switches to the zero-copy rendezvous protocol, in UCX_RNDV_THRESH "
+     "syntax (\"8k\"); empty: the environment or UCX's automatic choice.",
+     1.0, 0.0, nullptr},
+    {sizeof(gw_config_key), "close_timeout_s", GW_CONFIG_FLOAT, "5",
+     "Seconds destroy waits for endpoints to flush and close before closing them by force.", 0.0,
+     3600.0, nullptr},
+};
+
+uint32_t dtype_size(gw_dtype dtype) {
+  switch (dtype) {
+    case GW_DTYPE_F32: return 4;
+    case GW_DTYPE_F64: return 8;
+    case GW_DTYPE_F16: return 2;
+    case GW_DTYPE_BF16: return 2;
+    case GW_DTYPE_I32: return 4;
+    case GW_DTYPE_I64: return 8;
+    case GW_DTYPE_U8: return 1;
+    default: return 0;
+  }
+}
+
+// A failure inside the plugin: the status to return and the message for host->set_error.
+struct Failure {
+  gw_status status;
+  std::string message;
+};
+
+struct Transport;
+
+struct Peer {
+  Transport* transport = nullptr;
+  uint32_t rank = 0;
+  ucp_ep_h ep = nullptr;
+  std::atomic<bool> failed{false};
+  ucs_status_t failure = UCS_OK;
+};
+
+}  // namespace
+
+struct gw_transport_request {
+  Transport* transport = nullptr;
+  void* ucx = nullptr;  // the UCP request while it is in flight
+  uint32_t peer = 0;
+  bool is_recv = false;
+  bool done = false;
+  ucs_status_t status = UCS_OK;
+  uint64_t bytes = 0;
+  uint64_t expected_bytes = 0;
+  ucp_tag_recv_info_t recv_info{};
+};
+
+namespace {
+
+struct Transport {
+  const gw_host* host = nullptr;
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  double close_timeout_s = 5.0;
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  std::vector<std::unique_ptr<Peer>> peers;
+  std::atomic<bool> aborted{false};
+
+  ~Transport();
+};
+
+[[noreturn]] void fail(gw_status status, std::string message) { throw Failure{status, std::move(message)}; }
+
+void check_ucs(ucs_status_t status, const char* what) {
+  if (status != UCS_OK)
+    fail(GW_ERR_TRANSPORT, std::string(what) + " failed: " + ucs_status_string(status) +
+                               " (check UCX_TLS / [transport.ucx] tls and that the devices exist: "
+                               "ucx_info -d)");
+}
+
+// Runs a vtable body, turning any exception into a status and the host's error message.
+template <class F>
+gw_status guarded(const gw_host* host, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const Failure& f) {
+    if (host != nullptr && host->set_error != nullptr) host->set_error(host->ctx, f.message.c_str());
+    return f.status;
+  } catch (const std::bad_alloc&) {
+    if (host != nullptr && host->set_error != nullptr) host->set_error(host->ctx, "ucx transport: out of memory");
+    return GW_ERR_NO_MEMORY;
+  } catch (const std::exception& e) {
+    if (host != nullptr && host->set_error != nullptr)
+      host->set_error(host->ctx, (std::string("ucx transport: internal error: ") + e.what()).c_str());
+    return GW_ERR_INTERNAL;
+  } catch (...) {
+    if (host != nullptr && host->set_error != nullptr) host->set_error(host->ctx, "ucx transport: internal error");
+    return GW_ERR_INTERNAL;
+  }
+}
+
+void log(const Transport& t, gw_log_level level, const std::string& message) {
+  if (t.host != nullptr && t.host->log != nullptr) t.host->log(t.host->ctx, level, kComponent, message.c_str());
+}
+
+std::string config_string(const gw_host* host, const gw_config* config, const char* key) {
+  const char* value = nullptr;
+  if (config == nullptr || host->config_get_string == nullptr) return "";
+  if (host->config_get_string(config, key, &value) != GW_OK || value == nullptr) return "";
+  return value;
+}
+
+double config_float(const gw_host* host, const gw_config* config, const char* key, double fallback) {
+  double value = fallback;
+  if (config == nullptr || host->config_get_float == nullptr) return fallback;
+  if (host->config_get_float(config, key, &value) != GW_OK) return fallback;
+  return value;
+}
+
+void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* peer = static_cast<Peer*>(arg);
+  peer->failure = status;
+  peer->failed.store(true);
+}
+
+void on_send_done(void* ucx, ucs_status_t status, void* user) {
+  auto* r = static_cast<gw_transport_request*>(user);
+  r->done = true;
+  r->status = status;
+  r->ucx = nullptr;
+  ucp_request_free(ucx);
+}
+
+void on_recv_done(void* ucx, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
+  auto* r = static_cast<gw_transport_request*>(user);
+  r->done = true;
+  r->status = status;
+  if (status == UCS_OK && info != nullptr) r->bytes = info->length;
+  r->ucx = nullptr;
+  ucp_request_free(ucx);
+}
+
+Transport::~Transport() {
+  if (worker != nullptr) {
+    std::vector<void*> closing;
+    for (auto& peer : peers) {
+      if (peer == nullptr || peer->ep == nullptr) continue;
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = peer->failed.load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+      ucs_status_ptr_t req = ucp_ep_close_nbx(peer->ep, &param);
+      if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
+      peer->ep = nullptr;
+    }
+    // Bounded wait: a peer that is gone must not keep this rank from shutting down.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(close_timeout_s);
+    for (auto& req : closing) {
+      while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
+        ucp_worker_progress(worker);
+      if (ucp_request_check_status(req) == UCS_INPROGRESS)
+        log(*this, GW_LOG_WARN, "an endpoint did not close within close_timeout_s; releasing it");
+      ucp_request_free(req);
+    }
+    if (address != nullptr) ucp_worker_release_address(worker, address);
+    ucp_worker_destroy(worker);
+  }
+  if (context != nullptr) ucp_cleanup(context);
+}
+
+Transport& as_transport(void* t) {
+  if (t == nullptr) fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: transport handle is NULL");
+  return *static_cast<Transport*>(t);
+}
+
+gw_status create(void*, const gw_host* host, const gw_config* config, const gw_transport_init* init,
+                 void** out) {
+  return guarded(host, [&] {
+    if (out == nullptr || init == nullptr || init->struct_size < sizeof(uint32_t) * 5)
+      fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: create needs a transport pointer and a gw_transport_init");
+    if (init->world_size == 0 || init->world_size > kMaxRanks || init->rank >= init->world_size)
+      fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: rank " + std::to_string(init->rank) + " of " +
+                                        std::to_string(init->world_size) +
+                                        " is out of range (at most 2^24 ranks)");
+    auto t = std::make_unique<Transport>();
+    t->host = host;
+    t->rank = init->rank;
+    t->world_size = init->world_size;
+    t->close_timeout_s = config_float(host, config, "close_timeout_s", 5.0);
+
+    ucp_config_t* ucx_config = nullptr;
+    check_ucs(ucp_config_read(nullptr, nullptr, &ucx_config), "ucp_config_read");
+    struct Setting {
+      const char* key;
+      const char* ucx_name;
+    };
+    for (const Setting s : {Setting{"tls", "TLS"}, Setting{"net_devices", "NET_DEVICES"},
+                            Setting{"rndv_threshold", "RNDV_THRESH"}}) {
+      const std::string value = config_string(host, config, s.key);
+      if (value.empty()) continue;
+      const ucs_status_t st = ucp_config_modify(ucx_config, s.ucx_name, value.c_str());
+      if (st != UCS_OK) {
+        ucp_config_release(ucx_config);
+        fail(GW_ERR_CONFIG, std::string("[transport.ucx] ") + s.key + " = \"" + value +
+                                "\" is not accepted by UCX (" + ucs_status_string(st) +
+                                "); see `ucx_info -c` for the syntax of UCX_" + s.ucx_name);
+      }
+    }
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.features = UCP_FEATURE_TAG;
+    params.mt_workers_shared = 0;
+    const ucs_status_t init_status = ucp_init(&params, ucx_config, &t->context);
+    ucp_config_release(ucx_config);
+    check_ucs(init_status, "ucp_init");
+
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    check_ucs(ucp_worker_create(t->context, &wp, &t->worker), "ucp_worker_create");
+    check_ucs(ucp_worker_get_address(t->worker, &t->address, &t->address_length), "ucp_worker_get_address");
+    *out = t.release();
+    return GW_OK;
+  });
+}
+
+void destroy(void* transport) {
+  try {
+    delete static_cast<Transport*>(transport);
+  } catch (...) {
+  }
+}
+
+gw_status local_address(void* transport, const void** blob, uint64_t* size) {
+  Transport* t = static_cast<Transport*>(transport);
+  return guarded(t ? t->host : nullptr, [&] {
+    Transport& self = as_transport(transport);
+    if (blob == nullptr || size == nullptr) fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: blob or size is NULL");
+    *blob = self.address;
+    *size = self.address_length;
+    return GW_OK;
+  });
+}
+
+gw_status connect(void* transport, const void* const* blobs, const uint64_t* sizes) {
+  Transport* tp = static_cast<Transport*>(transport);
+  return guarded(tp ? tp->host : nullptr, [&] {
+    Transport& t = as_transport(transport);
+    if (blobs == nullptr || sizes == nullptr) fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: blobs or sizes is NULL");
+    if (!t.peers.empty()) return GW_OK;
+    t.peers.resize(t.world_size);
+    for (uint32_t r = 0; r < t.world_size; ++r) {
+      auto peer = std::make_unique<Peer>();
+      peer->transport = &t;
+      peer->rank = r;
+      if (blobs[r] == nullptr || sizes[r] == 0)
+        fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: rank " + std::to_string(r) + "'s address is empty");
+      ucp_ep_params_t ep{};
+      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.address = static_cast<const ucp_address_t*>(blobs[r]);
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = on_peer_error;
+      ep.err_handler.arg = peer.get();
+      const ucs_status_t st = ucp_ep_create(t.worker, &ep, &peer->ep);
+      if (st != UCS_OK) {
+        // Reaching oneself needs UCX's "self" (or a shared-memory) transport; collectives never do.
+        if (r == t.rank) {
+          peer->ep = nullptr;
+        } else {
+          fail(GW_ERR_TRANSPORT, "ucx transport: cannot reach rank " + std::to_string(r) + ": " +
+                                     ucs_status_string(st) +
+                                     " (no UCX transport in UCX_TLS / [transport.ucx] tls connects "
+                                     "these two processes)");
+        }
+      }
+      t.peers[r] = std::move(peer);
+    }
+    return GW_OK;
+  });
+}
+
+Peer& checked_peer(Transport& t, uint32_t peer, uint64_t tag) {
+  if (t.aborted.load()) fail(GW_ERR_ABORTED, "ucx transport: the communicator was aborted");
+  if (t.peers.empty()) fail(GW_ERR_STATE, "ucx transport: send/recv before connect");
+  if (peer >= t.world_size)
+    fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: peer " + std::to_string(peer) + " is not a rank (world size " +
+                                      std::to_string(t.world_size) + ")");
+  if (tag > kTagMask)
+    fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: tag " + std::to_string(tag) + " exceeds 40 bits");
+  Peer& p = *t.peers[peer];
+  if (p.ep == nullptr)
+    fail(GW_ERR_UNSUPPORTED, "ucx transport: rank " + std::to_string(peer) +
+                                 " cannot send to itself with these UCX transports (add \"self\" to UCX_TLS)");
+  return p;
+}
+
+uint64_t checked_bytes(const gw_tensor* buf) {
+  if (buf == nullptr || buf->struct_size < sizeof(gw_tensor))
+    fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: the buffer is NULL or not initialized with GW_TENSOR_INIT");
+  if (buf->memory != GW_MEMORY_HOST)
+    fail(GW_ERR_UNSUPPORTED, "ucx transport: only host memory is supported");
+  const uint32_t size = dtype_size(buf->dtype);
+  if (size == 0) fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: unknown dtype " + std::to_string(buf->dtype));
+  if (buf->count != 0 && buf->data == nullptr) fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: buffer data is NULL");
+  return buf->count * size;
+}
+
+// Takes ownership of the UCP status pointer of a just-started operation.
+void track(gw_transport_request& r, ucs_status_ptr_t sp) {
+  if (UCS_PTR_IS_ERR(sp)) {
+    r.done = true;
+    r.status = UCS_PTR_STATUS(sp);
+  } else if (sp == nullptr) {
+    r.done = true;
+    r.status = UCS_OK;
+    if (r.is_recv) r.bytes = r.recv_info.length;
+    else r.bytes = r.expected_bytes;
+  } else {
+    r.ucx = sp;
+  }
+}
+
+gw_status send_start(void* transport, uint32_t peer, uint64_t tag, const gw_tensor* buf,
+                     gw_transport_request** request) {
+  Transport* tp = static_cast<Transport*>(transport);
+  return guarded(tp ? tp->host : nullptr, [&] {
+    Transport& t = as_transport(transport);
+    if (request == nullptr) fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: request is NULL");
+    Peer& p = checked_peer(t, peer, tag);
+    const uint64_t bytes = checked_bytes(buf);
+    auto r = std::make_unique<gw_transport_request>();
+    r->transport = &t;
+    r->peer = peer;
+    r->expected_bytes = bytes;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+    param.cb.send = on_send_done;
+    param.user_data = r.get();
+    param.datatype = ucp_dt_make_contig(1);
+    const uint64_t ucp_tag = (uint64_t{t.rank} << kTagBits) | tag;
+    track(*r, ucp_tag_send_nbx(p.ep, buf->data, bytes, ucp_tag, &param));
+    *request = r.release();
+    return GW_OK;
+  });
+}
+
+gw_status recv_start(void* transport, uint32_t peer, uint64_t tag, gw_tensor* buf,
+                     gw_transport_request** request) {
+  Transport* tp = static_cast<Transport*>(transport);
+  return guarded(tp ? tp->host : nullptr, [&] {
+    Transport& t = as_transport(transport);
+    if (request == nullptr) fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: request is NULL");
+    checked_peer(t, peer, tag);
+    const uint64_t bytes = checked_bytes(buf);
+    auto r = std::make_unique<gw_transport_request>();
+    r->transport = &t;
+    r->peer = peer;
+    r->is_recv = true;
+    r->expected_bytes = bytes;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+    param.cb.recv = on_recv_done;
+    param.user_data = r.get();
+    param.datatype = ucp_dt_make_contig(1);
+    param.recv_info.tag_info = &r->recv_info;
+    const uint64_t ucp_tag = (uint64_t{peer} << kTagBits) | tag;
+    track(*r, ucp_tag_recv_nbx(t.worker, buf->data, bytes, ucp_tag, ~uint64_t{0}, &param));
+    *request = r.release();
+    return GW_OK;
+  });
+}
+
+std::string peer_text(const gw_transport_request& r) { return "rank " + std::to_string(r.peer); }
+
+gw_status test(void* transport, gw_transport_request* request, uint64_t* bytes) {
+  Transport* tp = static_cast<Transport*>(transport);
+  return guarded(tp ? tp->host : nullptr, [&] {
+    Transport& t = as_transport(transport);
+    if (request == nullptr) fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: request is NULL");
+    gw_transport_request& r = *request;
+    if (r.done) {
+      if (r.status == UCS_OK) {
+        if (bytes != nullptr) *bytes = r.bytes;
+        return GW_OK;
+      }
+      if (r.status == UCS_ERR_MESSAGE_TRUNCATED)
+        fail(GW_ERR_MISMATCH, "ucx transport: a message from " + peer_text(r) + " is larger than the " +
+                                  std::to_string(r.expected_bytes) +
+                                  "-byte receive buffer (the ranks disagree on the size)");
+      if (r.status == UCS_ERR_CANCELED) fail(GW_ERR_ABORTED, "ucx transport: the request was cancelled");
+      fail(GW_ERR_TRANSPORT, "ucx transport: " + std::string(r.is_recv ? "receive from " : "send to ") +
+                                 peer_text(r) + " failed: " + ucs_status_string(r.status) +
+                                 " (the peer process probably exited or crashed)");
+    }
+    if (t.aborted.load()) fail(GW_ERR_ABORTED, "ucx transport: the communicator was aborted");
+    const Peer& p = *t.peers[r.peer];
+    if (p.failed.load())
+      fail(GW_ERR_TRANSPORT, "ucx transport: " + peer_text(r) + " failed: " + ucs_status_string(p.failure) +
+                                 " (the peer process probably exited or crashed)");
+    return GW_IN_PROGRESS;
+  });
+}
+
+void request_free(void* transport, gw_transport_request* request) {
+  if (request == nullptr) return;
+  Transport* t = static_cast<Transport*>(transport);
+  if (request->ucx != nullptr && t != nullptr) {
+    // Cancelling then releasing guarantees the completion callback never runs on the freed request.
+    ucp_request_cancel(t->worker, request->ucx);
+    ucp_request_free(request->ucx);
+  }
+  delete request;
+}
+
+gw_status progress(void* transport) {
+  Transport* tp = static_cast<Transport*>(transport);
+  return guarded(tp ? tp->host : nullptr, [&] {
+    Transport& t = as_transport(transport);
+    while (ucp_worker_progress(t.worker) != 0) {
+    }
+    return GW_OK;
+  });
+}
+
+gw_status abort_transport(void* transport) {
+  if (transport == nullptr) return GW_ERR_INVALID_ARGUMENT;
+  static_cast<Transport*>(transport)->aborted.store(true);
+  return GW_OK;
+}
+
+const gw_transport_vtable kVtable = {
+    sizeof(gw_transport_vtable),
+    1u << GW_MEMORY_HOST,
+    create,
+    destroy,
+    local_address,
+    connect,
+    send_start,
+    recv_start,
+    test,
+    request_free,
+    progress,
+    abort_transport,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+};
+
+const gw_component kComponents[] = {
+    {sizeof(gw_component), GW_COMPONENT_TRANSPORT, "ucx",
+     "Tagged point-to-point over UCX (shared memory, TCP, RDMA).", kConfigKeys,
+     sizeof(kConfigKeys) / sizeof(kConfigKeys[0]), &kVtable},
+};
+
+const gw_plugin_descriptor kDescriptor = {
+    sizeof(gw_plugin_descriptor),
+    GW_ABI_VERSION_MAJOR,
+    GW_ABI_VERSION_MINOR,
+    "ucx",
+    "0.1.0",
+    "UCX transport: shared memory, TCP and RDMA between ranks",
+    nullptr,
+    nullptr,
+    kComponents,
+    1,
+    nullptr,
+};
+
+}  // namespace
+
+GW_PLUGIN_EXPORT const gw_plugin_descriptor* gw_plugin_entry(uint32_t host_abi_major, uint32_t) {
+  return host_abi_major == GW_ABI_VERSION_MAJOR ? &kDescriptor : nullptr;
+}
