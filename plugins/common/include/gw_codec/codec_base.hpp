@@ -7,7 +7,8 @@
 //   gwc::fail(status, message)          throws gwc::Error; use it for every refused input
 //   gwc::corrupt(message)               fail(GW_ERR_CORRUPT, "corrupt <codec> payload: " ...)
 //   gwc::guard(host, fn)                runs fn(), maps exceptions to a status + set_error
-//   gwc::ConfigReader                   typed getters over gw_host's config functions; each throws
+//   gwc::ConfigReader                   typed getters (bool, int, float, string) over gw_host's
+//                                       config functions; each throws
 //                                       GW_ERR_CONFIG naming the key when the host refuses
 //   gwc::CodecBase                      base class: host(), name(); subclasses implement
 //        gw_codec_properties properties() const
@@ -110,6 +111,12 @@ class ConfigReader {
     if (!config_ || !host_->config_get_int) return fallback;
     int64_t v = 0;
     check(host_->config_get_int(config_, key, &v), key);
+    return v;
+  }
+  double get_float(const char* key, double fallback) const {
+    if (!config_ || !host_->config_get_float) return fallback;
+    double v = 0;
+    check(host_->config_get_float(config_, key, &v), key);
     return v;
   }
   std::string get_string(const char* key, const char* fallback) const {
