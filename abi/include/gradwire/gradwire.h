@@ -61,7 +61,10 @@ typedef struct gw_runtime_options {
 
 enum {
   /* Do not apply GRADWIRE_<SECTION>_<KEY> environment overrides. */
-  GW_RUNTIME_NO_ENV_OVERRIDES = 1u << 0
+  GW_RUNTIME_NO_ENV_OVERRIDES = 1u << 0,
+  /* Create the runtime for inspection (what `gradwire plugins` does): plugin name clashes and
+   * configured component names that are not loaded are not errors. Use only to list and report. */
+  GW_RUNTIME_INSPECT_ONLY = 1u << 1
 };
 
 #define GW_RUNTIME_OPTIONS_INIT \

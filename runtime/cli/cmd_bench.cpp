@@ -1,0 +1,78 @@
+// `gradwire bench [--suite P1,P4] [--json]`: every figure a ratio against a peer measured in the same run.
+#include <iomanip>
+#include <iostream>
+#include <set>
+
+#include "bench/bench.hpp"
+#include "commands.hpp"
+
+namespace gwcli {
+namespace {
+
+struct BenchArgs {
+  std::string suites;
+  bool json = false;
+  bench::Options options;
+};
+
+void print_row(const bench::Result& r) {
+  std::cout << std::left << std::setw(4) << r.suite << std::setw(34) << r.case_name << std::right << std::setw(12)
+            << std::setprecision(4) << r.ours << std::setw(12) << r.peer << "  " << std::left << std::setw(8) << r.unit
+            << std::setw(16) << r.peer_name << std::right << std::setw(8) << std::setprecision(3) << r.ratio;
+  if (r.extra.contains("target")) std::cout << "  target " << r.extra["target"].get<std::string>();
+  std::cout << "\n";
+}
+
+int run(const BenchArgs& args) {
+  std::set<std::string> wanted;
+  for (size_t start = 0; start < args.suites.size();) {
+    size_t comma = args.suites.find(',', start);
+    if (comma == std::string::npos) comma = args.suites.size();
+    if (comma > start) wanted.insert(args.suites.substr(start, comma - start));
+    start = comma + 1;
+  }
+  std::set<std::string> known;
+  for (const auto& s : bench::suites()) known.insert(s.id);
+  for (const auto& w : wanted)
+    if (!known.count(w)) {
+      std::cerr << "gradwire bench: unknown suite '" << w << "'; known:";
+      for (const auto& k : known) std::cerr << " " << k;
+      std::cerr << "\n";
+      return 2;
+    }
+  if (!args.json)
+    std::cout << std::left << std::setw(4) << "id" << std::setw(34) << "case" << std::right << std::setw(12) << "ours"
+              << std::setw(12) << "peer" << "  " << std::left << std::setw(8) << "unit" << std::setw(16) << "peer name"
+              << std::right << std::setw(8) << "ratio" << "\n";
+  const bench::Emit emit = [&](const bench::Result& r) {
+    if (args.json) {
+      nlohmann::json j = {{"suite", r.suite}, {"case", r.case_name}, {"ours", r.ours},  {"peer", r.peer},
+                          {"unit", r.unit},   {"ratio", r.ratio},    {"peer_name", r.peer_name}};
+      for (auto& [k, v] : r.extra.items()) j[k] = v;
+      std::cout << j.dump() << std::endl;
+    } else {
+      print_row(r);
+      std::cout.flush();
+    }
+  };
+  for (const auto& s : bench::suites())
+    if (wanted.empty() || wanted.count(s.id)) s.run(args.options, emit);
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("bench", "Measure collectives and codecs against their peers (ratio > 1: gradwire better)");
+  auto args = std::make_shared<BenchArgs>();
+  cmd->add_option("--suite", args->suites, "Comma-separated suites (P1,P2,...); default all");
+  cmd->add_flag("--json", args->json, "One JSON object per line");
+  cmd->add_option("--repetitions", args->options.repetitions, "Timed repetitions per case (median reported)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--quick", args->options.quick, "Small sizes: a smoke run");
+  cmd->add_option("--config", args->options.config, "TOML file for the runtime");
+  cmd->add_option("--link", args->options.link, "Place ranks behind emulated links of this rate (e.g. 1gbit)");
+  cmd->callback([&exit_code, args] { exit_code = run(*args); });
+}
+
+}  // namespace gwcli

@@ -1,0 +1,42 @@
+#include <cstdio>
+#include <iostream>
+
+#include "commands.hpp"
+
+namespace gwcli {
+
+void check(gw_status status, const std::string& doing) {
+  if (status < 0) throw Failure(status, doing + ": " + gw_last_error());
+}
+
+RuntimePtr open_runtime(const std::string& config_path, uint32_t flags) {
+  gw_runtime_options options = GW_RUNTIME_OPTIONS_INIT;
+  options.config_path = config_path.empty() ? nullptr : config_path.c_str();
+  options.flags = flags;
+  gw_runtime* rt = nullptr;
+  check(gw_runtime_create(&options, &rt), config_path.empty() ? "gradwire" : config_path);
+  return RuntimePtr(rt);
+}
+
+}  // namespace gwcli
+
+int main(int argc, char** argv) {
+  CLI::App app{"gradwire: compressed gradient communication for data-parallel training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("gradwire ") + gw_version_string() + " (ABI " +
+                                        std::to_string(gw_abi_version_major()) + "." +
+                                        std::to_string(gw_abi_version_minor()) + ")");
+  int exit_code = 0;
+  gwcli::add_plugins_command(app, exit_code);
+  gwcli::add_config_command(app, exit_code);
+  gwcli::add_bench_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const gwcli::Failure& e) {
+    std::cerr << "gradwire: " << e.what() << "\n";
+    return 1;
+  }
+  return exit_code;
+}

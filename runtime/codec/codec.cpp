@@ -1,0 +1,98 @@
+#include "codec/codec.hpp"
+
+#include "codec/wire.hpp"
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gw {
+
+Codec::Codec(ComponentRef ref, const config::Config& config)
+    : ref_(std::move(ref)), vtable_(ref_.vtable<gw_codec_vtable>()), name_(ref_.component->name), id_(fnv1a32(name_)) {
+  const std::string section = "codec." + name_;
+  gw_config view{config.section(section), config.schema().find(section)};
+  clear_plugin_error();
+  check_plugin(vtable_->create(ref_.plugin->state(), ref_.plugin->host(), &view, &instance_),
+               "codec '" + name_ + "': create failed");
+  if (instance_ == nullptr) fail(GW_ERR_PLUGIN, "codec '" + name_ + "': create returned GW_OK but no instance");
+  check_plugin(vtable_->properties(instance_, &properties_), "codec '" + name_ + "': properties failed");
+}
+
+Codec::~Codec() {
+  if (instance_ != nullptr) vtable_->destroy(instance_);
+}
+
+void Codec::check_tensor(const gw_tensor& t, const char* what) const {
+  require_struct(&t, t.struct_size, sizeof(gw_tensor), what);
+  if (t.count > 0 && t.data == nullptr) fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->data is NULL");
+  if (uint32_t(t.dtype) >= 32 || !(properties_.dtypes & (1u << uint32_t(t.dtype))))
+    fail(GW_ERR_UNSUPPORTED, "codec '" + name_ + "' does not accept dtype " + gw_dtype_name(t.dtype) + " (" + what + ")");
+  if (t.memory == GW_MEMORY_CUDA && !(properties_.flags & GW_CODEC_CUDA))
+    fail(GW_ERR_UNSUPPORTED, "codec '" + name_ + "' has no CUDA implementation; pass host memory (" + what + ")");
+  if (t.memory != GW_MEMORY_HOST && t.memory != GW_MEMORY_CUDA)
+    fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->memory is not a gw_memory_kind");
+}
+
+uint64_t Codec::max_payload_size(gw_dtype dtype, uint64_t count) {
+  uint64_t body = 0, workspace = 0;
+  check_plugin(vtable_->max_encoded_size(instance_, dtype, count, &body, &workspace),
+               "codec '" + name_ + "': max_encoded_size failed");
+  return GW_WIRE_HEADER_SIZE + body;
+}
+
+gw_codec_context Codec::with_workspace(const gw_codec_context& ctx, gw_dtype dtype, uint64_t count) {
+  uint64_t body = 0, workspace = 0;
+  check_plugin(vtable_->max_encoded_size(instance_, dtype, count, &body, &workspace),
+               "codec '" + name_ + "': max_encoded_size failed");
+  if (workspace_.size() < workspace) workspace_.resize(workspace);
+  gw_codec_context c = ctx;
+  c.struct_size = sizeof(gw_codec_context);
+  c.workspace = workspace ? workspace_.data() : nullptr;
+  c.workspace_bytes = workspace;
+  return c;
+}
+
+uint64_t Codec::encode(const gw_codec_context& ctx, const gw_tensor& in, void* payload, uint64_t capacity) {
+  check_tensor(in, "input tensor");
+  require(payload, "payload");
+  if (capacity < GW_WIRE_HEADER_SIZE)
+    fail(GW_ERR_BUFFER_TOO_SMALL, "payload capacity " + std::to_string(capacity) + " is smaller than the wire header; "
+                                  "size it with gw_codec_max_encoded_size");
+  const gw_codec_context c = with_workspace(ctx, in.dtype, in.count);
+  uint64_t body_size = 0;
+  auto* body = static_cast<unsigned char*>(payload) + GW_WIRE_HEADER_SIZE;
+  const uint64_t body_capacity = capacity - GW_WIRE_HEADER_SIZE;
+  clear_plugin_error();
+  check_plugin(vtable_->encode(instance_, &c, &in, body, body_capacity, &body_size), "codec '" + name_ + "': encode failed");
+  if (body_size > body_capacity)
+    fail(GW_ERR_PLUGIN, "codec '" + name_ + "' reports a body of " + std::to_string(body_size) +
+                            " bytes, more than the capacity of " + std::to_string(body_capacity) + " (a plugin bug)");
+  wire::Header h;
+  h.codec_id = id_;
+  h.dtype = uint32_t(in.dtype);
+  h.count = in.count;
+  h.body_length = body_size;
+  wire::write_header(payload, h);
+  return GW_WIRE_HEADER_SIZE + body_size;
+}
+
+void Codec::decode(const gw_codec_context& ctx, const void* payload, uint64_t size, gw_tensor& out, uint32_t flags) {
+  check_tensor(out, "output tensor");
+  const wire::Header h = wire::read_header(payload, size);
+  if (h.codec_id != id_)
+    fail(GW_ERR_MISMATCH, "payload was encoded by another codec (id " + std::to_string(h.codec_id) + "), not by '" + name_ +
+                              "' (id " + std::to_string(id_) + "); every rank must use the same codec");
+  if (h.dtype != uint32_t(out.dtype))
+    fail(GW_ERR_MISMATCH, std::string("payload holds ") + gw_dtype_name(gw_dtype(h.dtype)) + " elements but the output is " +
+                              gw_dtype_name(out.dtype));
+  if (h.count != out.count)
+    fail(GW_ERR_MISMATCH, "payload holds " + std::to_string(h.count) + " elements but the output has " +
+                              std::to_string(out.count));
+  if (flags & ~uint32_t(GW_DECODE_ACCUMULATE)) fail(GW_ERR_INVALID_ARGUMENT, "unknown decode flags");
+  const gw_codec_context c = with_workspace(ctx, out.dtype, out.count);
+  clear_plugin_error();
+  check_plugin(vtable_->decode(instance_, &c, static_cast<const unsigned char*>(payload) + GW_WIRE_HEADER_SIZE,
+                               h.body_length, &out, flags),
+               "codec '" + name_ + "': decode failed");
+}
+
+}  // namespace gw

@@ -1,0 +1,51 @@
+// A codec instance created from a plugin's vtable: writes and checks the wire header around the body
+// the plugin produces, validates tensors, and owns the workspace the plugin asks for.
+#pragma once
+
+#include <gradwire/gradwire.h>
+#include <gradwire/plugin.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "loader/registry.hpp"
+
+namespace gw {
+
+class Codec {
+ public:
+  Codec(ComponentRef ref, const config::Config& config);
+  ~Codec();
+  Codec(const Codec&) = delete;
+  Codec& operator=(const Codec&) = delete;
+
+  const std::string& name() const { return name_; }
+  uint32_t id() const { return id_; }
+  const gw_codec_properties& properties() const { return properties_; }
+
+  // Worst-case payload size, header included.
+  uint64_t max_payload_size(gw_dtype dtype, uint64_t count);
+  // Encodes `in` into `payload`; returns the payload's size.
+  uint64_t encode(const gw_codec_context& ctx, const gw_tensor& in, void* payload, uint64_t capacity);
+  void decode(const gw_codec_context& ctx, const void* payload, uint64_t size, gw_tensor& out, uint32_t flags);
+
+ private:
+  void check_tensor(const gw_tensor& t, const char* what) const;
+  gw_codec_context with_workspace(const gw_codec_context& ctx, gw_dtype dtype, uint64_t count);
+
+  ComponentRef ref_;
+  const gw_codec_vtable* vtable_;
+  void* instance_ = nullptr;
+  std::string name_;
+  uint32_t id_;
+  gw_codec_properties properties_ = GW_CODEC_PROPERTIES_INIT;
+  std::vector<unsigned char> workspace_;
+};
+
+}  // namespace gw
+
+struct gw_codec {
+  std::unique_ptr<gw::Codec> impl;
+};

@@ -1,0 +1,80 @@
+#include "config/schema.hpp"
+
+namespace gw::config {
+namespace {
+constexpr double kUnbounded = 0;  // with min 1 > max 0: no range
+}
+
+// The runtime's own sections. A new built-in key is one line here; docs/config-reference.md is
+// regenerated from it (`gradwire config dump --reference`).
+Schema Schema::builtin() {
+  Schema s;
+  s.sections_ = {
+      {"runtime",
+       "How the runtime finds plugins and how long it waits.",
+       {
+           {"plugin_path", ValueType::StringList, "[]",
+            "Directories (or plugin files) searched for plugins before GRADWIRE_PLUGIN_PATH and the "
+            "installed plugin directory.", 1, kUnbounded, {}},
+           {"timeout_s", ValueType::Float, "300",
+            "Seconds any wait (bootstrap, collective, request) may last before it fails with "
+            "GW_ERR_TIMEOUT.", 0.001, 1e7, {}},
+           {"log_level", ValueType::String, "\"warn\"",
+            "Least severe log level printed; the more verbose of this and the application's choice "
+            "applies.", 1, kUnbounded, {"error", "warn", "info", "debug", "trace"}},
+       },
+       false},
+      {"transport",
+       "Which transport plugins carry the bytes.",
+       {
+           {"inter", ValueType::String, "\"auto\"",
+            "Transport between nodes: a transport plugin's name, or auto (the best one loaded).", 1,
+            kUnbounded, {}},
+           {"intra", ValueType::String, "\"auto\"",
+            "Transport between the ranks of one node: a transport plugin's name, or auto.", 1,
+            kUnbounded, {}},
+       },
+       false},
+      {"codec",
+       "How gradients are compressed.",
+       {
+           {"name", ValueType::String, "\"none\"", "The codec plugin to use (none: uncompressed).", 1,
+            kUnbounded, {}},
+           {"error_feedback", ValueType::Bool, "false",
+            "Keep each bucket's compression residual and add it to the next step's input.", 1,
+            kUnbounded, {}},
+           {"seed", ValueType::Int, "0",
+            "Seed shared by all ranks for random coordinates and stochastic rounding.", 0, 9.2e18, {}},
+       },
+       false},
+      {"schedule",
+       "When and what is communicated.",
+       {
+           {"name", ValueType::String, "\"every_step\"", "The schedule plugin to use.", 1, kUnbounded,
+            {}},
+       },
+       false},
+      {"bucket",
+       "How registered tensors are fused for communication.",
+       {
+           {"bytes", ValueType::Int, "25000000", "Size threshold of a fused bucket in bytes.", 1,
+            1099511627776.0, {}},
+       },
+       false},
+      {"rules",
+       "Per-tensor exemptions: the first rule whose pattern and size match a tensor picks its codec.",
+       {
+           {"match", ValueType::String, "\"*\"", "Glob on the registered tensor name (* and ?).", 1,
+            kUnbounded, {}},
+           {"max_bytes", ValueType::Int, "0",
+            "The rule applies only to tensors of at most this many bytes; 0: any size.", 0,
+            1099511627776.0, {}},
+           {"codec", ValueType::String, "\"none\"", "The codec for the matching tensors.", 1,
+            kUnbounded, {}},
+       },
+       true},
+  };
+  return s;
+}
+
+}  // namespace gw::config
