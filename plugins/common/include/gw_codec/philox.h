@@ -15,6 +15,7 @@
  *       hi32(seed)}; valid for i < 2^58 and stream < 256. The stream id separates uses of one seed:
  *       see gwc::kStream* below; a new use takes a new id.
  *   float gwc::uniform01(uint32_t w)   the top 24 bits of w as a float in [0, 1), exact.
+ *   void gwc::fill_uniform01(stream, first, n, float* out)   host: uniform01 of words first..first+n-1
  *
  * The wire format fixes these definitions (docs/wire-format.md): changing them changes bytes.
  */
@@ -80,6 +81,21 @@ struct RandomStream {
 };
 
 GW_HD float uniform01(uint32_t w) { return (float)(w >> 8) * 5.9604644775390625e-8f; }
+
+#if !defined(__CUDA_ARCH__)
+/* Host: out[k] = uniform01(s.word(first + k)) for k < n, one Philox call per 4 words. */
+inline void fill_uniform01(const RandomStream& s, uint64_t first, uint64_t n, float* out) {
+  uint64_t i = first;
+  const uint64_t end = first + n;
+  while (i < end && (i & 3u)) *out++ = uniform01(s.word(i++));
+  uint32_t w[4];
+  for (; i + 4 <= end; i += 4) {
+    s.block(i >> 2, w);
+    for (int k = 0; k < 4; ++k) *out++ = uniform01(w[k]);
+  }
+  while (i < end) *out++ = uniform01(s.word(i++));
+}
+#endif
 
 }  // namespace gwc
 

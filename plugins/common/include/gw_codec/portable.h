@@ -26,11 +26,12 @@
 
 #include <stdint.h>
 
+#include <cstring>
+
 #if defined(__CUDACC__)
 #define GW_HD __host__ __device__ __forceinline__
 #else
 #define GW_HD inline
-#include <cstring>
 #endif
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -122,7 +123,6 @@ GW_HD uint16_t f32_to_bf16(float f) {
 
 GW_HD float bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
 
-#if !defined(__CUDA_ARCH__)
 inline uint16_t load_le16(const void* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof v);
@@ -141,7 +141,6 @@ inline uint64_t load_le64(const void* p) {
 inline void store_le16(void* p, uint16_t v) { std::memcpy(p, &v, sizeof v); }
 inline void store_le32(void* p, uint32_t v) { std::memcpy(p, &v, sizeof v); }
 inline void store_le64(void* p, uint64_t v) { std::memcpy(p, &v, sizeof v); }
-#endif
 
 }  // namespace gwc
 
