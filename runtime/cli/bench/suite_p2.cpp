@@ -1,0 +1,112 @@
+// P2: top-k selection of 1 % and 0.1 % of 64 Mi floats through gw_codec_encode (the topk codec,
+// approximate selection, the whole payload written) against exact std::nth_element on the absolute
+// values (the copy of |x| included). Reports the time ratio, the recall against the exact top-k set
+// and the selected count, which must lie within [0.9k, 1.1k].
+#include <gradwire/gradwire.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/bench.hpp"
+
+namespace gwcli::bench {
+namespace {
+
+double seconds_of(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void check(gw_status s, const char* what) {
+  if (s != GW_OK) throw std::runtime_error(std::string(what) + ": " + gw_last_error());
+}
+
+}  // namespace
+
+void run_p2(const Options& options, const Emit& emit) {
+  const uint64_t n = options.quick ? (uint64_t{1} << 22) : (uint64_t{64} << 20);
+  std::vector<float> x(n);
+  std::mt19937 gen(2024);
+  std::normal_distribution<float> normal;
+  for (auto& v : x) v = normal(gen);
+  std::vector<float> magnitudes(n), decoded(n);
+
+  for (double ratio : {0.01, 0.001}) {
+    const std::string toml = "[codec]\nname = \"topk\"\n[codec.topk]\nratio = " + std::to_string(ratio) + "\n";
+    gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+    ro.config_text = toml.c_str();
+    gw_runtime* rt = nullptr;
+    check(gw_runtime_create(&ro, &rt), "gw_runtime_create");
+    gw_codec* codec = nullptr;
+    check(gw_codec_create(rt, "topk", &codec), "gw_codec_create(topk)");
+
+    gw_tensor in = GW_TENSOR_INIT;
+    in.data = x.data();
+    in.count = n;
+    uint64_t capacity = 0, size = 0;
+    check(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, n, &capacity), "gw_codec_max_encoded_size");
+    std::vector<unsigned char> payload(capacity);
+    const auto encode = [&] {
+      check(gw_codec_encode(codec, nullptr, &in, payload.data(), capacity, &size), "gw_codec_encode");
+    };
+    const uint64_t k = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(ratio * static_cast<double>(n))));
+    const auto exact = [&] {
+      for (uint64_t i = 0; i < n; ++i) magnitudes[i] = std::fabs(x[i]);
+      std::nth_element(magnitudes.begin(), magnitudes.begin() + static_cast<long>(k - 1), magnitudes.end(),
+                       std::greater<float>());
+    };
+
+    encode();  // warm-up
+    exact();
+    std::vector<double> ours, peer;
+    for (int r = 0; r < std::max(options.repetitions, 5); ++r) {
+      ours.push_back(seconds_of(encode));
+      peer.push_back(seconds_of(exact));
+    }
+    const float threshold = magnitudes[k - 1];
+
+    gw_tensor out = GW_TENSOR_INIT;
+    out.data = decoded.data();
+    out.count = n;
+    check(gw_codec_decode(codec, nullptr, payload.data(), size, &out, 0), "gw_codec_decode");
+    uint64_t count = 0, hits = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      if (decoded[i] == 0.0f) continue;
+      ++count;
+      hits += std::fabs(x[i]) >= threshold;
+    }
+    gw_codec_destroy(codec);
+    gw_runtime_destroy(rt);
+
+    const Stats o = summarize(ours), p = summarize(peer);
+    Result res;
+    res.suite = "P2";
+    res.case_name = "topk " + std::string(ratio == 0.01 ? "1%" : "0.1%") + " of " +
+                    std::to_string(n >> 20) + "Mi f32";
+    res.ours = o.median * 1e3;
+    res.peer = p.median * 1e3;
+    res.unit = "ms";
+    res.ratio = p.median / o.median;
+    res.peer_name = "std::nth_element on |x|";
+    const double recall = static_cast<double>(std::min(hits, k)) / static_cast<double>(k);
+    res.extra = {{"k", k},
+                 {"count", count},
+                 {"count_ok", count >= k - k / 10 && count <= k + k / 10},
+                 {"recall", recall},
+                 {"payload_bytes", size},
+                 {"spread_ours", o.spread},
+                 {"spread_peer", p.spread},
+                 {"target", "ratio >= 10, recall >= 0.99, count in [0.9k, 1.1k]"}};
+    emit(res);
+  }
+}
+
+
+}  // namespace gwcli::bench
