@@ -6,7 +6,7 @@
 namespace gwcli {
 
 void check(gw_status status, const std::string& doing) {
-  if (status < 0) throw Failure(status, doing + ": " + gw_last_error());
+  if (status < 0) throw Failure(status, doing.empty() ? std::string(gw_last_error()) : doing + ": " + gw_last_error());
 }
 
 RuntimePtr open_runtime(const std::string& config_path, uint32_t flags) {
@@ -14,7 +14,7 @@ RuntimePtr open_runtime(const std::string& config_path, uint32_t flags) {
   options.config_path = config_path.empty() ? nullptr : config_path.c_str();
   options.flags = flags;
   gw_runtime* rt = nullptr;
-  check(gw_runtime_create(&options, &rt), config_path.empty() ? "gradwire" : config_path);
+  check(gw_runtime_create(&options, &rt), "");
   return RuntimePtr(rt);
 }
 
@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   gwcli::add_plugins_command(app, exit_code);
   gwcli::add_config_command(app, exit_code);
   gwcli::add_bench_command(app, exit_code);
+  gwcli::add_run_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
