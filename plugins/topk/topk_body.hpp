@@ -24,7 +24,7 @@ enum class IndexFormat : uint8_t { u32 = 0, delta = 1 };
 constexpr uint64_t kPreambleBytes = 8;
 constexpr uint32_t kMaxVarintBytes = 5;
 
-inline uint32_t varint_bytes(uint32_t v) {
+GW_HD uint32_t varint_bytes(uint32_t v) {
   return 1u + (v >= 1u << 7) + (v >= 1u << 14) + (v >= 1u << 21) + (v >= 1u << 28);
 }
 
