@@ -33,5 +33,6 @@ RuntimePtr open_runtime(const std::string& config_path, uint32_t flags = 0);
 void add_plugins_command(CLI::App& app, int& exit_code);
 void add_config_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
+void add_run_command(CLI::App& app, int& exit_code);
 
 }  // namespace gwcli

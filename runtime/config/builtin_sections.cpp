@@ -61,6 +61,14 @@ Schema Schema::builtin() {
             1099511627776.0, {}},
        },
        false},
+      {"collectives",
+       "How collectives over point-to-point transports choose their algorithm (docs/collectives.md).",
+       {
+           {"ring_threshold_bytes", ValueType::Int, "65536",
+            "Allreduce buffers of at least this many bytes use the ring (reduce-scatter + allgather), "
+            "smaller ones recursive doubling.", 0, 1099511627776.0, {}},
+       },
+       false},
       {"rules",
        "Per-tensor exemptions: the first rule whose pattern and size match a tensor picks its codec.",
        {

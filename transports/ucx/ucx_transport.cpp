@@ -10,7 +10,9 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -100,6 +102,9 @@ struct Transport {
   size_t address_length = 0;
   std::vector<std::unique_ptr<Peer>> peers;
   std::atomic<bool> aborted{false};
+  // UCX's shared-memory transports have no peer-failure handler; over them endpoints are created
+  // without one and a dead peer shows up as the runtime's timeout.
+  bool detect_peer_failure = true;
 
   ~Transport();
 };
@@ -150,6 +155,22 @@ double config_float(const gw_host* host, const gw_config* config, const char* ke
   if (config == nullptr || host->config_get_float == nullptr) return fallback;
   if (host->config_get_float(config, key, &value) != GW_OK) return fallback;
   return value;
+}
+
+// True for a UCX_TLS list of shared-memory transports only ("shm", "sm,self", "posix,cma", ...).
+bool shared_memory_only(const std::string& tls) {
+  if (tls.empty() || tls[0] == '^') return false;
+  static const char* const kShm[] = {"shm", "sm", "posix", "sysv", "cma", "knem", "xpmem", "self"};
+  size_t start = 0;
+  while (start <= tls.size()) {
+    const size_t end = std::min(tls.find(',', start), tls.size());
+    const std::string name = tls.substr(start, end - start);
+    bool shm = false;
+    for (const char* k : kShm) shm = shm || name == k;
+    if (!shm) return false;
+    start = end + 1;
+  }
+  return true;
 }
 
 void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -240,6 +261,9 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
                                 "); see `ucx_info -c` for the syntax of UCX_" + s.ucx_name);
       }
     }
+    std::string tls = config_string(host, config, "tls");
+    if (tls.empty() && std::getenv("UCX_TLS") != nullptr) tls = std::getenv("UCX_TLS");
+    t->detect_peer_failure = !shared_memory_only(tls);
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG;
@@ -293,10 +317,17 @@ gw_status connect(void* transport, const void* const* blobs, const uint64_t* siz
       ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
       ep.address = static_cast<const ucp_address_t*>(blobs[r]);
-      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_mode = t.detect_peer_failure ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
       ep.err_handler.cb = on_peer_error;
       ep.err_handler.arg = peer.get();
-      const ucs_status_t st = ucp_ep_create(t.worker, &ep, &peer->ep);
+      ucs_status_t st = ucp_ep_create(t.worker, &ep, &peer->ep);
+      if (st != UCS_OK && t.detect_peer_failure) {
+        t.detect_peer_failure = false;
+        log(t, GW_LOG_WARN, "the UCX transports in use cannot detect a dead peer; a crashed rank is noticed "
+                            "after [runtime] timeout_s instead");
+        ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+        st = ucp_ep_create(t.worker, &ep, &peer->ep);
+      }
       if (st != UCS_OK) {
         // Reaching oneself needs UCX's "self" (or a shared-memory) transport; collectives never do.
         if (r == t.rank) {
@@ -350,7 +381,7 @@ void track(gw_transport_request& r, ucs_status_ptr_t sp) {
     r.status = UCS_OK;
     if (r.is_recv) r.bytes = r.recv_info.length;
     else r.bytes = r.expected_bytes;
-  } else {
+  } else if (!r.done) {  // the callback may already have run (and released the UCP request)
     r.ucx = sp;
   }
 }
@@ -393,8 +424,10 @@ gw_status recv_start(void* transport, uint32_t peer, uint64_t tag, gw_tensor* bu
     r->is_recv = true;
     r->expected_bytes = bytes;
     ucp_request_param_t param{};
+    // UCX 1.13 does not fill recv_info when a receive completes inside the call, so the length of
+    // the message would be lost: always complete through the callback.
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+                         UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     param.cb.recv = on_recv_done;
     param.user_data = r.get();
     param.datatype = ucp_dt_make_contig(1);
@@ -441,9 +474,10 @@ void request_free(void* transport, gw_transport_request* request) {
   if (request == nullptr) return;
   Transport* t = static_cast<Transport*>(transport);
   if (request->ucx != nullptr && t != nullptr) {
-    // Cancelling then releasing guarantees the completion callback never runs on the freed request.
+    // Cancelling may complete the request at once (the callback then releases it); otherwise
+    // releasing it here guarantees the callback never runs on the freed request.
     ucp_request_cancel(t->worker, request->ucx);
-    ucp_request_free(request->ucx);
+    if (request->ucx != nullptr) ucp_request_free(request->ucx);
   }
   delete request;
 }

@@ -160,6 +160,106 @@ GW_API gw_status gw_codec_encode(gw_codec* codec, const gw_codec_context* contex
 GW_API gw_status gw_codec_decode(gw_codec* codec, const gw_codec_context* context, const void* payload,
                                  uint64_t size, gw_tensor* out, uint32_t flags);
 
+/* ------------------------------------------------------------------------------------------------
+ * Communicators: a group of ranks, the transport that connects them, and the collectives over it.
+ *
+ * Every collective has a nonblocking *_start form returning a gw_request and a blocking form. Buffers
+ * are gw_tensors in host memory; a buffer handed to a *_start call belongs to the runtime until its
+ * request completes. Every rank must start the same collectives in the same order with the same count,
+ * dtype and op: a rank that differs ends every rank's collective with GW_ERR_MISMATCH naming the
+ * difference. A collective that fails (mismatch, timeout, dead peer) leaves the communicator failed:
+ * destroy it. Behaviour and algorithms: docs/collectives.md; rendezvous and launch: docs/bootstrap.md.
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct gw_comm gw_comm;
+typedef struct gw_request gw_request;
+
+/* An application's own rendezvous (MPI_Allgather, a key-value store, ...): gathers `bytes` bytes from
+ * every rank into `out` (world_size * bytes, in rank order). Returns GW_OK or an error status.
+ * thread: called on the thread inside gw_comm_create, a few times. */
+typedef gw_status (*gw_allgather_fn)(void* user, const void* in, uint64_t bytes, void* out);
+
+typedef struct gw_comm_options {
+  uint32_t struct_size;
+  int64_t rank;               /* < 0: from the environment (GW_RANK, RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID) */
+  int64_t world_size;         /* < 0: from the environment */
+  int64_t local_rank;         /* < 0: from the environment */
+  const char* root_address;   /* NULL: GW_ROOT_ADDR, else MASTER_ADDR */
+  int64_t root_port;          /* < 0: GW_ROOT_PORT, else MASTER_PORT */
+  gw_allgather_fn allgather;  /* non-NULL: used instead of the UCX rendezvous at the root address */
+  void* allgather_user;
+  double timeout_s;           /* <= 0: [runtime] timeout_s. Bounds the rendezvous and every wait */
+} gw_comm_options;
+
+#define GW_COMM_OPTIONS_INIT \
+  {(uint32_t)sizeof(gw_comm_options), -1, -1, -1, NULL, -1, NULL, NULL, 0.0}
+
+/* Creates a communicator over the [transport] inter transport: every rank gathers every rank's
+ * transport address, plugin names and versions and configuration hash; any difference is
+ * GW_ERR_MISMATCH on every rank, saying what differs. A rank that does not arrive within the timeout is
+ * GW_ERR_TIMEOUT naming it. Collective over all ranks.
+ * thread: any; the communicator then belongs to that thread (except gw_comm_abort). */
+GW_API gw_status gw_comm_create(gw_runtime* runtime, const gw_comm_options* options, gw_comm** comm);
+/* Destroys the communicator; GW_ERR_STATE while requests created from it are not freed.
+ * thread: the communicator's. */
+GW_API gw_status gw_comm_destroy(gw_comm* comm);
+/* This process's rank and the number of ranks; 0 for a NULL communicator. thread: any. */
+GW_API uint32_t gw_comm_rank(const gw_comm* comm);
+GW_API uint32_t gw_comm_size(const gw_comm* comm);
+/* Makes every pending and future operation of this communicator fail with GW_ERR_ABORTED.
+ * thread: any, also while another thread waits on the communicator. */
+GW_API gw_status gw_comm_abort(gw_comm* comm);
+
+/* GW_OK when the request completed, GW_IN_PROGRESS while it runs, or its error (gw_last_error says
+ * what happened). Drives the communicator's progress. thread: the communicator's. */
+GW_API gw_status gw_request_test(gw_request* request);
+/* Waits until the request completes or timeout_s passes (< 0: no limit of its own; the communicator's
+ * timeout still ends a stuck collective). GW_ERR_TIMEOUT when timeout_s passed first: the request is
+ * still alive. thread: the communicator's. */
+GW_API gw_status gw_request_wait(gw_request* request, double timeout_s);
+/* Frees the request. Freeing a collective before it completed fails the communicator on every rank.
+ * thread: the communicator's. */
+GW_API gw_status gw_request_free(gw_request* request);
+
+/* Allreduce: out = in reduced over all ranks (sum, avg, min, max; f32, f64, f16, bf16, i32, i64;
+ * f16/bf16 combine in fp32; avg of integers truncates). in == out (same data pointer) is in place.
+ * Every rank ends with the same bits. thread: the communicator's. */
+GW_API gw_status gw_allreduce_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
+                                    gw_request** request);
+GW_API gw_status gw_allreduce(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
+/* Reduce-scatter: in holds world_size * out->count elements; rank r's out is the reduction of block r.
+ * In place: in->data == out->data, the result lands at the start of the buffer.
+ * thread: the communicator's. */
+GW_API gw_status gw_reduce_scatter_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
+                                         gw_request** request);
+GW_API gw_status gw_reduce_scatter(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
+/* Allgather: out (world_size * in->count elements) receives every rank's in, in rank order. In place:
+ * in->data == out->data with this rank's part already at out + rank * in->count.
+ * thread: the communicator's. */
+GW_API gw_status gw_allgather_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_request** request);
+GW_API gw_status gw_allgather(gw_comm* comm, const gw_tensor* in, gw_tensor* out);
+/* Allgatherv: rank r contributes counts[r] elements (in->count == counts[rank]); out holds them all,
+ * packed in rank order. `counts` (world_size entries) is copied. In place as for gw_allgather, at the
+ * sum of the counts before this rank. thread: the communicator's. */
+GW_API gw_status gw_allgatherv_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, const uint64_t* counts,
+                                     gw_request** request);
+GW_API gw_status gw_allgatherv(gw_comm* comm, const gw_tensor* in, gw_tensor* out, const uint64_t* counts);
+/* Broadcast: root's buf is copied into every rank's buf. thread: the communicator's. */
+GW_API gw_status gw_broadcast_start(gw_comm* comm, gw_tensor* buf, uint32_t root, gw_request** request);
+GW_API gw_status gw_broadcast(gw_comm* comm, gw_tensor* buf, uint32_t root);
+/* Barrier: completes once every rank has started it. thread: the communicator's. */
+GW_API gw_status gw_barrier_start(gw_comm* comm, gw_request** request);
+GW_API gw_status gw_barrier(gw_comm* comm);
+
+/* Point-to-point: send buf to rank `peer` / receive from `peer` a message with the same tag and the
+ * same size in bytes (another size is GW_ERR_MISMATCH). Messages between two ranks with one tag arrive
+ * in order. thread: the communicator's. */
+GW_API gw_status gw_send_start(gw_comm* comm, const gw_tensor* buf, uint32_t peer, uint32_t tag,
+                               gw_request** request);
+GW_API gw_status gw_send(gw_comm* comm, const gw_tensor* buf, uint32_t peer, uint32_t tag);
+GW_API gw_status gw_recv_start(gw_comm* comm, gw_tensor* buf, uint32_t peer, uint32_t tag, gw_request** request);
+GW_API gw_status gw_recv(gw_comm* comm, gw_tensor* buf, uint32_t peer, uint32_t tag);
+
 GW_EXTERN_C_END
 
 #endif /* GRADWIRE_GRADWIRE_H */

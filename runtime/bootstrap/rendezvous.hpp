@@ -1,0 +1,29 @@
+// Gathering one blob from every rank before any transport exists: the communicator's creation hands
+// each rank's record (its transports' addresses, its plugins and config hash) to an allgather and gets
+// every rank's record back, index = rank.
+#pragma once
+
+#include <gradwire/gradwire.h>
+
+#include <string>
+#include <vector>
+
+#include "bootstrap/launch_env.hpp"
+
+namespace gw::bootstrap {
+
+// Rank 0 opens a UCX listener (UCX's sockaddr connection manager) at the root address; the others
+// connect over TCP, send their record, and receive every record. A rank that does not arrive within
+// timeout_s ends every waiting rank with GW_ERR_TIMEOUT naming the missing ranks.
+std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::string& mine, double timeout_s);
+
+// The application's own rendezvous (gw_comm_options.allgather): first the record sizes, then the
+// records padded to the largest.
+std::vector<std::string> callback_allgather(gw_allgather_fn fn, void* user, uint32_t rank, uint32_t world_size,
+                                            const std::string& mine);
+
+// Records as one byte string and back; parse throws GW_ERR_CORRUPT on malformed input.
+std::string pack_records(const std::vector<std::string>& records);
+std::vector<std::string> unpack_records(const std::string& bytes, uint32_t expected);
+
+}  // namespace gw::bootstrap

@@ -1,0 +1,402 @@
+// The rendezvous over UCX's sockaddr connection manager. Rank 0 listens at the root port; every other
+// rank connects (retrying while the root is not up yet), sends [header | record] on a UCP stream and
+// receives [length | status | payload]: the packed records of all ranks, or the root's error text.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "bootstrap/rendezvous.hpp"
+#include "core/error.hpp"
+
+namespace gw::bootstrap {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint32_t kMagic = 0x42574747u;  // "GGWB"
+
+struct RecordHeader {
+  uint32_t magic;
+  uint32_t rank;
+  uint32_t world_size;
+  uint32_t reserved;
+  uint64_t length;
+};
+
+void check(ucs_status_t st, const std::string& what) {
+  if (st != UCS_OK) fail(GW_ERR_TRANSPORT, "bootstrap: " + what + " failed: " + ucs_status_string(st));
+}
+
+std::string where(const LaunchInfo& l) { return l.root_address + ":" + std::to_string(l.root_port); }
+
+sockaddr_in resolve(const LaunchInfo& l) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(l.root_address.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr)
+    fail(GW_ERR_CONFIG, "bootstrap: cannot resolve the root address '" + l.root_address + "': " + gai_strerror(rc) +
+                            " (GW_ROOT_ADDR / MASTER_ADDR)");
+  sockaddr_in a;
+  std::memcpy(&a, found->ai_addr, sizeof(a));
+  freeaddrinfo(found);
+  a.sin_port = htons(uint16_t(l.root_port));
+  return a;
+}
+
+// One UCP context and worker used only for the rendezvous; it always uses TCP, whatever UCX_TLS says
+// for the data transport.
+struct Worker {
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+
+  Worker() {
+    ucp_config_t* config = nullptr;
+    check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+    ucp_config_modify(config, "TLS", "tcp");
+    ucp_params_t p{};
+    p.field_mask = UCP_PARAM_FIELD_FEATURES;
+    p.features = UCP_FEATURE_STREAM;
+    const ucs_status_t st = ucp_init(&p, config, &context);
+    ucp_config_release(config);
+    check(st, "ucp_init");
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    check(ucp_worker_create(context, &wp, &worker), "ucp_worker_create");
+  }
+  ~Worker() {
+    if (worker) ucp_worker_destroy(worker);
+    if (context) ucp_cleanup(context);
+  }
+  void progress() const {
+    while (ucp_worker_progress(worker) != 0) {
+    }
+  }
+};
+
+// A stream endpoint with its failure flag; closes itself (bounded) when destroyed.
+struct Endpoint {
+  const Worker& w;
+  ucp_ep_h ep = nullptr;
+  bool failed = false;
+  ucs_status_t failure = UCS_OK;
+
+  explicit Endpoint(const Worker& worker) : w(worker) {}
+  ~Endpoint() {
+    if (ep == nullptr) return;
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = failed ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &p);
+    if (UCS_PTR_IS_PTR(req)) {
+      const auto deadline = Clock::now() + std::chrono::seconds(2);
+      while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < deadline) w.progress();
+      ucp_request_free(req);
+    }
+  }
+  static void on_error(void* arg, ucp_ep_h, ucs_status_t status) {
+    auto* self = static_cast<Endpoint*>(arg);
+    self->failed = true;
+    self->failure = status;
+  }
+  void fill_error_handler(ucp_ep_params_t& p) {
+    p.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    p.err_handler.cb = &Endpoint::on_error;
+    p.err_handler.arg = this;
+  }
+};
+
+// A stream operation in flight.
+struct StreamOp {
+  void* request = nullptr;
+  bool is_recv = false;
+  bool done = false;
+  ucs_status_t status = UCS_OK;
+
+  ~StreamOp() {
+    if (request != nullptr) ucp_request_free(request);
+  }
+  // True once complete; status says how.
+  bool poll() {
+    if (done) return true;
+    size_t length = 0;
+    const ucs_status_t st = is_recv ? ucp_stream_recv_request_test(request, &length) : ucp_request_check_status(request);
+    if (st == UCS_INPROGRESS) return false;
+    status = st;
+    done = true;
+    ucp_request_free(request);
+    request = nullptr;
+    return true;
+  }
+};
+
+std::unique_ptr<StreamOp> start_send(Endpoint& e, const void* data, size_t bytes) {
+  auto op = std::make_unique<StreamOp>();
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+  p.datatype = ucp_dt_make_contig(1);
+  ucs_status_ptr_t r = ucp_stream_send_nbx(e.ep, data, bytes, &p);
+  if (UCS_PTR_IS_ERR(r)) {
+    op->done = true;
+    op->status = UCS_PTR_STATUS(r);
+  } else if (r == nullptr) {
+    op->done = true;
+  } else {
+    op->request = r;
+  }
+  return op;
+}
+
+std::unique_ptr<StreamOp> start_recv(Endpoint& e, void* data, size_t bytes) {
+  auto op = std::make_unique<StreamOp>();
+  op->is_recv = true;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_FLAGS;
+  p.datatype = ucp_dt_make_contig(1);
+  p.flags = UCP_STREAM_RECV_FLAG_WAITALL;
+  size_t length = 0;
+  ucs_status_ptr_t r = ucp_stream_recv_nbx(e.ep, data, bytes, &length, &p);
+  if (UCS_PTR_IS_ERR(r)) {
+    op->done = true;
+    op->status = UCS_PTR_STATUS(r);
+  } else if (r == nullptr) {
+    op->done = true;
+  } else {
+    op->request = r;
+  }
+  return op;
+}
+
+std::string rank_list(const std::vector<uint32_t>& ranks) {
+  std::string s;
+  const size_t shown = std::min<size_t>(ranks.size(), 32);
+  for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > shown) s += " and " + std::to_string(ranks.size() - shown) + " more";
+  return s;
+}
+
+std::string response(int32_t status, const std::string& payload) {
+  std::string out(sizeof(uint64_t) + sizeof(int32_t), '\0');
+  const uint64_t length = sizeof(int32_t) + payload.size();
+  std::memcpy(out.data(), &length, sizeof(length));
+  std::memcpy(out.data() + sizeof(length), &status, sizeof(status));
+  return out + payload;
+}
+
+// ---- the root -----------------------------------------------------------------------------------
+
+struct Client {
+  std::unique_ptr<Endpoint> endpoint;
+  RecordHeader header{};
+  std::string record;
+  std::unique_ptr<StreamOp> recv;
+  bool header_done = false;
+  bool record_done = false;
+  std::string reply;
+  std::unique_ptr<StreamOp> send;
+};
+
+struct Listener {
+  Worker& w;
+  ucp_listener_h listener = nullptr;
+  std::vector<ucp_conn_request_h> incoming;
+
+  static void on_connection(ucp_conn_request_h request, void* arg) {
+    static_cast<Listener*>(arg)->incoming.push_back(request);
+  }
+  Listener(Worker& worker, const LaunchInfo& launch) : w(worker) {
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    any.sin_addr.s_addr = htonl(INADDR_ANY);
+    any.sin_port = htons(uint16_t(launch.root_port));
+    ucp_listener_params_t p{};
+    p.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    p.sockaddr.addr = reinterpret_cast<const sockaddr*>(&any);
+    p.sockaddr.addrlen = sizeof(any);
+    p.conn_handler.cb = &Listener::on_connection;
+    p.conn_handler.arg = this;
+    const ucs_status_t st = ucp_listener_create(w.worker, &p, &listener);
+    if (st != UCS_OK)
+      fail(st == UCS_ERR_BUSY ? GW_ERR_CONFIG : GW_ERR_TRANSPORT,
+           "bootstrap: rank 0 cannot listen on port " + std::to_string(launch.root_port) + ": " +
+               ucs_status_string(st) + " (is the port in use? pick another GW_ROOT_PORT / MASTER_PORT)");
+  }
+  ~Listener() {
+    for (ucp_conn_request_h r : incoming) ucp_listener_reject(listener, r);
+    if (listener) ucp_listener_destroy(listener);
+  }
+};
+
+std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::string& mine, double timeout_s) {
+  Worker w;
+  Listener listener(w, launch);
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::string> records(launch.world_size);
+  std::vector<bool> arrived(launch.world_size, false);
+  records[0] = mine;
+  arrived[0] = true;
+  uint32_t missing = launch.world_size - 1;
+  std::string error;
+  gw_status error_status = GW_OK;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+
+  while (missing > 0 && error.empty()) {
+    w.progress();
+    for (ucp_conn_request_h request : listener.incoming) {
+      auto c = std::make_unique<Client>();
+      c->endpoint = std::make_unique<Endpoint>(w);
+      ucp_ep_params_t p{};
+      p.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST;
+      p.conn_request = request;
+      c->endpoint->fill_error_handler(p);
+      if (ucp_ep_create(w.worker, &p, &c->endpoint->ep) != UCS_OK) continue;
+      c->recv = start_recv(*c->endpoint, &c->header, sizeof(c->header));
+      clients.push_back(std::move(c));
+    }
+    listener.incoming.clear();
+    for (auto& c : clients) {
+      if (c->record_done || c->endpoint->failed || !c->recv->poll()) continue;
+      if (c->recv->status != UCS_OK) {
+        c->endpoint->failed = true;
+        continue;
+      }
+      if (!c->header_done) {
+        c->header_done = true;
+        const RecordHeader& h = c->header;
+        if (h.magic != kMagic || h.length > (uint64_t{1} << 30)) {
+          c->endpoint->failed = true;  // not a gradwire rank; ignore it
+          continue;
+        }
+        if (h.world_size != launch.world_size) {
+          error_status = GW_ERR_MISMATCH;
+          error = "rank " + std::to_string(h.rank) + " was started with world size " + std::to_string(h.world_size) +
+                  ", rank 0 with " + std::to_string(launch.world_size) + "; every rank must have the same world size";
+        } else if (h.rank == 0 || h.rank >= launch.world_size || arrived[h.rank]) {
+          error_status = GW_ERR_CONFIG;
+          error = "two processes claim rank " + std::to_string(h.rank) +
+                  " (or it is out of range); check the launcher's rank variables";
+        }
+        c->record.resize(h.length);
+        c->recv = start_recv(*c->endpoint, c->record.data(), c->record.size());
+        continue;
+      }
+      c->record_done = true;
+      records[c->header.rank] = c->record;
+      arrived[c->header.rank] = true;
+      --missing;
+    }
+    if (missing > 0 && Clock::now() > deadline) {
+      std::vector<uint32_t> absent;
+      for (uint32_t r = 0; r < launch.world_size; ++r)
+        if (!arrived[r]) absent.push_back(r);
+      error_status = GW_ERR_TIMEOUT;
+      error = std::string(absent.size() == 1 ? "rank " : "ranks ") + rank_list(absent) +
+              " did not arrive at the rendezvous (root " + where(launch) + ") within " + std::to_string(int(timeout_s)) +
+              " s ([runtime] timeout_s); " + std::to_string(launch.world_size - absent.size()) + " of " +
+              std::to_string(launch.world_size) + " ranks arrived. Did those ranks start, and with the same root?";
+    }
+    if (missing > 0 && error.empty()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+
+  // Tell every connected rank the outcome, then wait (bounded) for the replies to leave.
+  const std::string payload = error.empty() ? pack_records(records) : error;
+  for (auto& c : clients) {
+    if (!c->header_done || c->endpoint->failed) continue;
+    c->reply = response(error.empty() ? GW_OK : int32_t(error_status), payload);
+    c->send = start_send(*c->endpoint, c->reply.data(), c->reply.size());
+  }
+  const auto flush_deadline = Clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    w.progress();
+    bool pending = false;
+    for (auto& c : clients)
+      if (c->send && !c->endpoint->failed && !c->send->poll()) pending = true;
+    if (!pending || Clock::now() > flush_deadline) break;
+  }
+  if (!error.empty()) fail(error_status, "bootstrap: " + error);
+  return records;
+}
+
+// ---- the other ranks ----------------------------------------------------------------------------
+
+std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::string& mine, double timeout_s) {
+  Worker w;
+  const sockaddr_in root = resolve(launch);
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  RecordHeader header{kMagic, launch.rank, launch.world_size, 0, mine.size()};
+  std::string last_failure = "no answer";
+
+  while (Clock::now() < deadline) {
+    Endpoint e(w);
+    ucp_ep_params_t p{};
+    p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+    p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    p.sockaddr.addr = reinterpret_cast<const sockaddr*>(&root);
+    p.sockaddr.addrlen = sizeof(root);
+    e.fill_error_handler(p);
+    const ucs_status_t st = ucp_ep_create(w.worker, &p, &e.ep);
+    if (st != UCS_OK) {
+      last_failure = ucs_status_string(st);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    auto send_header = start_send(e, &header, sizeof(header));
+    auto send_record = start_send(e, mine.data(), mine.size());
+    uint64_t length = 0;
+    auto recv_length = start_recv(e, &length, sizeof(length));
+    // Once connected, wait a little longer than the root does, so that its verdict (which ranks are
+    // missing) arrives before this rank gives up on its own.
+    const auto reply_deadline = deadline + std::chrono::seconds(10);
+    while (!e.failed && !recv_length->poll() && Clock::now() < reply_deadline) {
+      w.progress();
+      send_header->poll();
+      send_record->poll();
+    }
+    if (e.failed || !recv_length->done || recv_length->status != UCS_OK) {
+      // Most often the root is not listening yet: try again until the deadline.
+      last_failure = e.failed ? ucs_status_string(e.failure) : "no answer";
+      if (recv_length->done && recv_length->status != UCS_OK) last_failure = ucs_status_string(recv_length->status);
+      e.failed = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    if (length < sizeof(int32_t) || length > (uint64_t{1} << 34))
+      fail(GW_ERR_CORRUPT, "bootstrap: the root at " + where(launch) + " sent a malformed reply");
+    std::string body(length, '\0');
+    auto recv_body = start_recv(e, body.data(), body.size());
+    while (!e.failed && !recv_body->poll() && Clock::now() < reply_deadline) w.progress();
+    if (!recv_body->done || recv_body->status != UCS_OK)
+      fail(GW_ERR_TRANSPORT, "bootstrap: the root at " + where(launch) + " went away during the rendezvous");
+    int32_t status = 0;
+    std::memcpy(&status, body.data(), sizeof(status));
+    const std::string payload = body.substr(sizeof(status));
+    if (status != GW_OK) fail(status < 0 ? gw_status(status) : GW_ERR_INTERNAL, "bootstrap (reported by rank 0): " + payload);
+    return unpack_records(payload, launch.world_size);
+  }
+  fail(GW_ERR_TIMEOUT, "bootstrap: rank 0 (the root at " + where(launch) + ") did not answer rank " +
+                           std::to_string(launch.rank) + " within " + std::to_string(int(timeout_s)) +
+                           " s ([runtime] timeout_s; last failure: " + last_failure +
+                           "). Is rank 0 running, and do GW_ROOT_ADDR / GW_ROOT_PORT point at it?");
+}
+
+}  // namespace
+
+std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::string& mine, double timeout_s) {
+  if (launch.world_size == 1) return {mine};
+  if (launch.root_address.empty() || launch.root_port < 0)
+    fail(GW_ERR_CONFIG, "bootstrap: " + std::to_string(launch.world_size) + " ranks (from " + launch.source +
+                            ") but no root address: set GW_ROOT_ADDR and GW_ROOT_PORT (or MASTER_ADDR and "
+                            "MASTER_PORT), or pass gw_comm_options.allgather");
+  return launch.rank == 0 ? gather_as_root(launch, mine, timeout_s) : gather_as_member(launch, mine, timeout_s);
+}
+
+}  // namespace gw::bootstrap

@@ -1,0 +1,247 @@
+// `gradwire run -n N [--] PROG ARGS`: starts N local ranks of PROG with GW_RANK, GW_WORLD_SIZE,
+// GW_LOCAL_RANK, GW_LOCAL_SIZE, GW_ROOT_ADDR=127.0.0.1 and GW_ROOT_PORT (a free port), prefixes every
+// line they print with "[rank] ", forwards Ctrl-C / SIGTERM, and when one rank fails stops the others
+// and exits with that rank's status (128 + signal for a rank killed by a signal). --keep-going lets the
+// others run on (tests use it to watch how they handle a dead peer).
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace gwcli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  const unsigned char s = static_cast<unsigned char>(sig);
+  const int saved = errno;
+  (void)!write(g_signal_pipe[1], &s, 1);
+  errno = saved;
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: socket: ") + std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(fd);
+    throw Failure(GW_ERR_INTERNAL, std::string("run: cannot find a free port: ") + std::strerror(errno));
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// One output stream of one rank, split into prefixed lines.
+struct Stream {
+  int fd = -1;
+  FILE* out = nullptr;
+  std::string partial;
+};
+
+struct Rank {
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+  Stream streams[2];
+};
+
+void emit(int rank, Stream& s, const char* data, size_t n) {
+  s.partial.append(data, n);
+  size_t start = 0;
+  for (size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1)
+    std::fprintf(s.out, "[%d] %.*s\n", rank, int(nl - start), s.partial.data() + start);
+  s.partial.erase(0, start);
+  std::fflush(s.out);
+}
+
+void flush_partial(int rank, Stream& s) {
+  if (!s.partial.empty()) std::fprintf(s.out, "[%d] %s\n", rank, s.partial.c_str());
+  s.partial.clear();
+  std::fflush(s.out);
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::string describe(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                                  strsignal(WTERMSIG(status)) + ")";
+  return "stopped";
+}
+
+pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& command, int out_fd, int err_fd) {
+  const pid_t pid = fork();
+  if (pid < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: fork: ") + std::strerror(errno));
+  if (pid > 0) {
+    setpgid(pid, pid);  // also here: a signal sent right after fork must find the group
+    return pid;
+  }
+  setpgid(0, 0);  // its own process group: signals reach it (and its children) only through us
+  dup2(out_fd, STDOUT_FILENO);
+  dup2(err_fd, STDERR_FILENO);
+  setenv("GW_RANK", std::to_string(rank).c_str(), 1);
+  setenv("GW_WORLD_SIZE", std::to_string(n).c_str(), 1);
+  setenv("GW_LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  setenv("GW_LOCAL_SIZE", std::to_string(n).c_str(), 1);
+  setenv("GW_ROOT_ADDR", "127.0.0.1", 1);
+  setenv("GW_ROOT_PORT", std::to_string(port).c_str(), 1);
+  std::vector<char*> argv;
+  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::fprintf(stderr, "gradwire run: cannot start '%s': %s\n", argv[0], std::strerror(errno));
+  _exit(127);
+}
+
+void signal_all(std::vector<Rank>& ranks, int sig) {
+  for (auto& r : ranks)
+    if (r.running) killpg(r.pid, sig);
+}
+
+int run_ranks(int n, std::vector<std::string> command, double grace_s, bool keep_going) {
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  if (command.empty()) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: give the program to start: gradwire run -n N -- PROG ARGS");
+  if (n < 1) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: -n must be at least 1");
+  const int port = free_port();
+
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw Failure(GW_ERR_INTERNAL, std::string("run: pipe: ") + std::strerror(errno));
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(sig, &sa, nullptr);
+
+  std::vector<Rank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    int pipes[2][2];
+    if (pipe2(pipes[0], O_CLOEXEC) != 0 || pipe2(pipes[1], O_CLOEXEC) != 0)
+      throw Failure(GW_ERR_INTERNAL, std::string("run: pipe: ") + std::strerror(errno));
+    ranks[r].pid = start_rank(r, n, port, command, pipes[0][1], pipes[1][1]);
+    ranks[r].running = true;
+    for (int s = 0; s < 2; ++s) {
+      close(pipes[s][1]);
+      ranks[r].streams[s].fd = pipes[s][0];
+      ranks[r].streams[s].out = s == 0 ? stdout : stderr;
+    }
+  }
+
+  int running = n, first_failure = -1, interrupted = 0;
+  Clock::time_point stop_sent{};
+  bool killed = false;
+  std::vector<char> buf(65536);
+  for (;;) {
+    std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}};
+    std::vector<std::pair<int, int>> owners{{-1, -1}};
+    for (int r = 0; r < n; ++r)
+      for (int s = 0; s < 2; ++s)
+        if (ranks[r].streams[s].fd >= 0) {
+          fds.push_back({ranks[r].streams[s].fd, POLLIN, 0});
+          owners.push_back({r, s});
+        }
+    if (running == 0 && fds.size() == 1) break;
+    poll(fds.data(), fds.size(), 100);
+
+    if (fds[0].revents & POLLIN) {
+      unsigned char sig = 0;
+      while (read(g_signal_pipe[0], &sig, 1) == 1) {
+        if (sig == SIGCHLD) continue;
+        interrupted = sig;
+        signal_all(ranks, sig);  // forward Ctrl-C / SIGTERM to every rank
+        if (stop_sent == Clock::time_point{}) stop_sent = Clock::now();
+      }
+    }
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto [r, s] = owners[i];
+      Stream& st = ranks[r].streams[s];
+      const ssize_t got = read(st.fd, buf.data(), buf.size());
+      if (got > 0) {
+        emit(r, st, buf.data(), size_t(got));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        flush_partial(r, st);
+        close(st.fd);
+        st.fd = -1;
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      if (!ranks[r].running) continue;
+      int status = 0;
+      if (waitpid(ranks[r].pid, &status, WNOHANG) != ranks[r].pid) continue;
+      ranks[r].running = false;
+      ranks[r].status = status;
+      --running;
+      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (failed && first_failure < 0 && !interrupted) {
+        first_failure = r;
+        if (running > 0 && !keep_going) {
+          std::fprintf(stderr, "gradwire run: rank %d %s; stopping the other %d rank%s\n", r, describe(status).c_str(),
+                       running, running == 1 ? "" : "s");
+          signal_all(ranks, SIGTERM);
+          stop_sent = Clock::now();
+        }
+      }
+    }
+    if (stop_sent != Clock::time_point{} && !killed && running > 0 &&
+        std::chrono::duration<double>(Clock::now() - stop_sent).count() > grace_s) {
+      signal_all(ranks, SIGKILL);  // a rank that ignores SIGTERM must not keep the job alive
+      killed = true;
+    }
+  }
+  close(g_signal_pipe[0]);
+  close(g_signal_pipe[1]);
+  if (first_failure >= 0) return exit_code_of(ranks[first_failure].status);
+  if (interrupted) return 128 + interrupted;
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("run", "Start N local ranks of a program (GW_RANK, GW_WORLD_SIZE, GW_ROOT_ADDR/PORT set), "
+                                        "output prefixed by rank; when one fails the others are stopped");
+  auto ranks = std::make_shared<int>(1);
+  auto grace = std::make_shared<double>(5.0);
+  auto keep_going = std::make_shared<bool>(false);
+  cmd->add_option("-n,--ranks", *ranks, "Number of ranks")->required()->check(CLI::Range(1, 4096));
+  cmd->add_option("--grace", *grace, "Seconds the other ranks get after SIGTERM before SIGKILL")->check(CLI::Range(0.0, 3600.0));
+  cmd->add_flag("--keep-going", *keep_going,
+                "Let the other ranks run on when one fails (to watch how they handle it); the exit status is "
+                "still the first failing rank's");
+  // PROG ARGS either after "--" (the positional) or as the first non-option (prefix_command's remainder).
+  auto positional = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("command", *positional, "The program and its arguments");
+  cmd->prefix_command();
+  cmd->footer("Example: gradwire run -n 4 -- ./train --epochs 3");
+  cmd->callback([cmd, &exit_code, ranks, grace, keep_going, positional] {
+    std::vector<std::string> command = *positional;
+    for (auto& a : cmd->remaining()) command.push_back(a);
+    exit_code = run_ranks(*ranks, command, *grace, *keep_going);
+  });
+}
+
+}  // namespace gwcli

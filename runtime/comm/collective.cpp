@@ -1,0 +1,256 @@
+#include "comm/collective.hpp"
+
+#include <gradwire/gradwire.h>
+
+#include <cstring>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace gw::comm {
+namespace {
+
+constexpr uint32_t kMagic = 0x43574747u;  // "GGWC": a gradwire collective message
+constexpr uint8_t kPacked = 1;
+
+std::string dtype_text(uint32_t dtype) {
+  const char* name = gw_dtype_name(gw_dtype(dtype));
+  return name ? name : "?";
+}
+
+}  // namespace
+
+const char* kind_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::Allreduce: return "allreduce";
+    case CollectiveKind::ReduceScatter: return "reduce_scatter";
+    case CollectiveKind::Allgather: return "allgather";
+    case CollectiveKind::Allgatherv: return "allgatherv";
+    case CollectiveKind::Broadcast: return "broadcast";
+    case CollectiveKind::Barrier: return "barrier";
+  }
+  return "unknown collective";
+}
+
+const char* op_name(gw_reduce_op op) {
+  switch (op) {
+    case GW_REDUCE_SUM: return "sum";
+    case GW_REDUCE_AVG: return "avg";
+    case GW_REDUCE_MIN: return "min";
+    case GW_REDUCE_MAX: return "max";
+    default: return "?";
+  }
+}
+
+std::string Signature::describe() const {
+  std::string s = kind_name(kind);
+  s += "(";
+  if (kind == CollectiveKind::Allreduce || kind == CollectiveKind::ReduceScatter) s += std::string(op_name(op)) + ", ";
+  if (kind != CollectiveKind::Barrier) s += dtype_text(dtype) + ", " + std::to_string(count) + " elements";
+  if (kind == CollectiveKind::Broadcast) s += ", root " + std::to_string(root);
+  if (codec_id != 0) s += ", codec id " + std::to_string(codec_id);
+  return s + ")";
+}
+
+struct Collective::Message {
+  bool is_recv = false;
+  uint32_t peer = 0;
+  uint32_t step = 0;
+  void* data = nullptr;
+  uint64_t bytes = 0;
+  std::vector<unsigned char> staging;  // header, and the payload when packed
+  PointToPoint::Op* head = nullptr;    // the header (and packed payload)
+  PointToPoint::Op* body = nullptr;    // the payload of a large message
+  bool head_done = false;
+  bool body_done = false;
+};
+
+Collective::Collective(PointToPoint& p2p, uint32_t seq, const Signature& signature, double timeout_s)
+    : p2p_(p2p), rank_(p2p.rank()), size_(p2p.size()), seq_(seq), signature_(signature), timeout_s_(timeout_s) {}
+
+Collective::~Collective() {
+  for (auto& m : pending_) {
+    p2p_.free(m->head);
+    p2p_.free(m->body);
+  }
+  // The coroutine frames reference this object; destroy them before the members they use.
+  task_ = Task();
+}
+
+Collective::AllAwaiter Collective::all() {
+  wait_started_ = std::chrono::steady_clock::now();
+  return AllAwaiter{*this};
+}
+
+unsigned char* Collective::scratch(unsigned slot, uint64_t bytes) {
+  if (scratch_.size() <= slot) scratch_.resize(slot + 1);
+  if (scratch_[slot].size() < bytes) scratch_[slot].resize(bytes);
+  return scratch_[slot].data();
+}
+
+void Collective::send(uint32_t peer, uint32_t step, const void* data, uint64_t bytes) {
+  auto m = std::make_unique<Message>();
+  m->peer = peer;
+  m->step = step;
+  m->data = const_cast<void*>(data);
+  m->bytes = bytes;
+  const bool packed = bytes <= kPackedLimit;
+  MessageHeader h{};
+  h.magic = kMagic;
+  h.seq = seq_;
+  h.kind = uint8_t(signature_.kind);
+  h.op = uint8_t(signature_.op);
+  h.dtype = uint8_t(signature_.dtype);
+  h.flags = packed ? kPacked : 0;
+  h.root = signature_.root;
+  h.codec_id = signature_.codec_id;
+  h.step = step;
+  h.count = signature_.count;
+  h.bytes = bytes;
+  m->staging.resize(sizeof(h) + (packed ? bytes : 0));
+  std::memcpy(m->staging.data(), &h, sizeof(h));
+  if (packed && bytes > 0) std::memcpy(m->staging.data() + sizeof(h), data, bytes);
+  const uint64_t tag = tags::collective(seq_, step);
+  m->head = p2p_.send(peer, tag, m->staging.data(), m->staging.size());
+  if (!packed) m->body = p2p_.send(peer, tag | tags::kPayload, data, bytes);
+  m->body_done = packed;
+  pending_.push_back(std::move(m));
+}
+
+void Collective::recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes) {
+  auto m = std::make_unique<Message>();
+  m->is_recv = true;
+  m->peer = peer;
+  m->step = step;
+  m->data = data;
+  m->bytes = bytes;
+  // Room for a packed payload even when this rank expects a large one: a sender that disagrees about
+  // the size must still deliver its header so the difference can be reported.
+  m->staging.resize(sizeof(MessageHeader) + std::max(bytes <= kPackedLimit ? bytes : 0, kPackedLimit));
+  const uint64_t tag = tags::collective(seq_, step);
+  m->head = p2p_.recv(peer, tag, m->staging.data(), m->staging.size());
+  if (bytes > kPackedLimit) m->body = p2p_.recv(peer, tag | tags::kPayload, data, bytes);
+  m->body_done = bytes <= kPackedLimit;
+  pending_.push_back(std::move(m));
+}
+
+void Collective::check_header(const Message& m, uint64_t received) const {
+  const std::string who = "rank " + std::to_string(m.peer);
+  if (received < sizeof(MessageHeader))
+    fail(GW_ERR_CORRUPT, "collective #" + std::to_string(seq_) + ": " + who + " sent a " + std::to_string(received) +
+                             "-byte message, shorter than a message header (is it running another gradwire "
+                             "version?)");
+  MessageHeader h;
+  std::memcpy(&h, m.staging.data(), sizeof(h));
+  if (h.magic != kMagic)
+    fail(GW_ERR_CORRUPT, "collective #" + std::to_string(seq_) + ": " + who +
+                             " sent a message without the collective header magic (another gradwire version, "
+                             "or memory corruption)");
+  Signature theirs;
+  theirs.kind = CollectiveKind(h.kind);
+  theirs.op = gw_reduce_op(h.op);
+  theirs.dtype = gw_dtype(h.dtype);
+  theirs.count = h.count;
+  theirs.root = h.root;
+  theirs.codec_id = h.codec_id;
+  std::vector<std::string> diffs;
+  if (h.seq != seq_)
+    diffs.push_back("collective number: " + who + " is at #" + std::to_string(h.seq) + ", this rank at #" +
+                    std::to_string(seq_));
+  if (theirs.kind != signature_.kind)
+    diffs.push_back(std::string("collective: ") + kind_name(theirs.kind) + " vs " + kind_name(signature_.kind));
+  if (theirs.op != signature_.op)
+    diffs.push_back(std::string("op: ") + op_name(theirs.op) + " vs " + op_name(signature_.op));
+  if (theirs.dtype != signature_.dtype)
+    diffs.push_back("dtype: " + dtype_text(theirs.dtype) + " vs " + dtype_text(signature_.dtype));
+  if (theirs.count != signature_.count)
+    diffs.push_back("count: " + std::to_string(theirs.count) + " vs " + std::to_string(signature_.count));
+  if (theirs.root != signature_.root)
+    diffs.push_back("root: " + std::to_string(theirs.root) + " vs " + std::to_string(signature_.root));
+  if (theirs.codec_id != signature_.codec_id)
+    diffs.push_back("codec id: " + std::to_string(theirs.codec_id) + " vs " + std::to_string(signature_.codec_id));
+  if (diffs.empty() && (h.step != m.step || h.bytes != m.bytes))
+    diffs.push_back("message " + std::to_string(h.step) + " of " + std::to_string(h.bytes) + " bytes vs message " +
+                    std::to_string(m.step) + " of " + std::to_string(m.bytes) +
+                    " bytes (the ranks chose different algorithms or block sizes)");
+  if (diffs.empty() && (h.flags & kPacked) && received != sizeof(h) + h.bytes)
+    fail(GW_ERR_CORRUPT, "collective #" + std::to_string(seq_) + ": " + who + " sent " + std::to_string(received) +
+                             " bytes where its header announces " + std::to_string(sizeof(h) + h.bytes));
+  if (!diffs.empty()) {
+    std::string text = "collective #" + std::to_string(seq_) + ": ranks disagree. " + who + " called " +
+                       theirs.describe() + ", rank " + std::to_string(rank_) + " called " + signature_.describe() +
+                       ". Differences (" + who + " vs rank " + std::to_string(rank_) + "): ";
+    for (size_t i = 0; i < diffs.size(); ++i) text += (i ? "; " : "") + diffs[i];
+    fail(GW_ERR_MISMATCH, text + ". Every rank must call the same collectives in the same order with the same "
+                                 "count, dtype and op.");
+  }
+}
+
+bool Collective::poll_message(Message& m) {
+  uint64_t received = 0;
+  if (!m.head_done) {
+    if (!p2p_.test(m.head, &received)) return false;
+    m.head_done = true;
+    p2p_.free(m.head);
+    m.head = nullptr;
+    if (m.is_recv) {
+      check_header(m, received);
+      if (m.body == nullptr && m.bytes > 0)
+        std::memcpy(m.data, m.staging.data() + sizeof(MessageHeader), m.bytes);
+    }
+  }
+  if (!m.body_done) {
+    if (!p2p_.test(m.body, &received)) return false;
+    m.body_done = true;
+    p2p_.free(m.body);
+    m.body = nullptr;
+    if (m.is_recv && received != m.bytes)
+      fail(GW_ERR_CORRUPT, "collective #" + std::to_string(seq_) + ": rank " + std::to_string(m.peer) + " sent " +
+                               std::to_string(received) + " payload bytes, its header announced " +
+                               std::to_string(m.bytes));
+  }
+  return true;
+}
+
+void Collective::check_deadline() const {
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_started_).count();
+  if (waited <= timeout_s_) return;
+  std::set<std::string> seen;
+  std::string peers;
+  for (const auto& m : pending_) {
+    const std::string what = std::string(m->is_recv ? "from" : "to") + " rank " + std::to_string(m->peer);
+    if (seen.insert(what).second) peers += (peers.empty() ? "" : ", ") + what;
+  }
+  fail(GW_ERR_TIMEOUT, "collective #" + std::to_string(seq_) + " " + signature_.describe() + ": rank " +
+                           std::to_string(rank_) + " waited " + std::to_string(int(waited)) +
+                           " s for messages (" + peers +
+                           ") without progress; that rank is stuck, gone, or called a different collective "
+                           "([runtime] timeout_s)");
+}
+
+void Collective::start(Task algorithm) {
+  task_ = std::move(algorithm);
+  resume_point_ = task_.handle();
+  wait_started_ = std::chrono::steady_clock::now();
+}
+
+bool Collective::poll() {
+  for (;;) {
+    if (task_.done()) {
+      task_.rethrow_error();
+      return true;
+    }
+    bool all_done = true;
+    for (auto& m : pending_) all_done = poll_message(*m) && all_done;
+    if (!all_done) {
+      check_deadline();
+      return false;
+    }
+    pending_.clear();
+    auto h = std::exchange(resume_point_, {});
+    if (!h) fail(GW_ERR_INTERNAL, "collective #" + std::to_string(seq_) + " has nothing to resume");
+    h.resume();
+  }
+}
+
+}  // namespace gw::comm

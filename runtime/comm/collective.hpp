@@ -1,0 +1,132 @@
+// One running collective as its algorithm sees it: who it is (rank, size), what every rank must have
+// called (the Signature), and messages to peers that it starts and then awaits. Every message carries a
+// MessageHeader; a receiver compares it with its own signature, so ranks that disagree (count, dtype,
+// op, collective, codec) fail with GW_ERR_MISMATCH spelling out the difference instead of hanging or
+// producing wrong numbers. Every wait has a deadline (GW_ERR_TIMEOUT naming the silent peer).
+#pragma once
+
+#include <gradwire/types.h>
+
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/p2p.hpp"
+#include "comm/task.hpp"
+
+namespace gw::comm {
+
+enum class CollectiveKind : uint8_t {
+  Allreduce = 1,
+  ReduceScatter = 2,
+  Allgather = 3,
+  Allgatherv = 4,
+  Broadcast = 5,
+  Barrier = 6,
+};
+
+const char* kind_name(CollectiveKind kind);
+const char* op_name(gw_reduce_op op);
+
+// What every rank of a collective must agree on.
+struct Signature {
+  CollectiveKind kind = CollectiveKind::Barrier;
+  gw_reduce_op op = GW_REDUCE_SUM;
+  gw_dtype dtype = GW_DTYPE_U8;
+  uint64_t count = 0;     // the collective's element count (allgatherv: the total)
+  uint32_t root = 0;      // broadcast
+  uint32_t codec_id = 0;  // FNV-1a of the codec's name; 0: uncompressed
+
+  std::string describe() const;  // "allreduce(sum, f32, 100 elements)"
+};
+
+// The header in front of every collective message; little-endian on the wire (see docs/collectives.md).
+struct MessageHeader {
+  uint32_t magic;
+  uint32_t seq;  // the collective's number on this communicator
+  uint8_t kind;
+  uint8_t op;
+  uint8_t dtype;
+  uint8_t flags;  // kPacked: the payload follows the header in the same message
+  uint32_t root;
+  uint32_t codec_id;
+  uint32_t step;  // which message of the algorithm
+  uint64_t count;
+  uint64_t bytes;  // payload bytes
+};
+static_assert(sizeof(MessageHeader) == 40);
+
+// Tag layout inside the transport's 40 bits.
+namespace tags {
+constexpr uint64_t kUser = uint64_t{1} << 39;     // application point-to-point, low 32 bits the tag
+constexpr uint64_t kControl = uint64_t{1} << 38;  // failure notices between ranks
+constexpr uint64_t kPayload = uint64_t{1} << 37;  // the payload of a large collective message
+constexpr unsigned kStepBits = 16;
+constexpr unsigned kSeqBits = 21;
+inline uint64_t collective(uint32_t seq, uint32_t step) {
+  return (uint64_t(seq & ((1u << kSeqBits) - 1)) << kStepBits) | (step & ((1u << kStepBits) - 1));
+}
+}  // namespace tags
+
+class Collective {
+ public:
+  // Payloads up to this size travel in one message with their header (one small copy); larger ones
+  // travel as a header message plus the payload sent from and received into the caller's buffer.
+  static constexpr uint64_t kPackedLimit = 16 * 1024;
+
+  Collective(PointToPoint& p2p, uint32_t seq, const Signature& signature, double timeout_s);
+  ~Collective();
+  Collective(const Collective&) = delete;
+  Collective& operator=(const Collective&) = delete;
+
+  uint32_t rank() const { return rank_; }
+  uint32_t size() const { return size_; }
+  uint32_t seq() const { return seq_; }
+  const Signature& signature() const { return signature_; }
+
+  // Start a message; `step` numbers the algorithm's messages so that every (peer, step) pair is unique.
+  // Buffers must stay valid until the next all() completes.
+  void send(uint32_t peer, uint32_t step, const void* data, uint64_t bytes);
+  void recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes);
+
+  // `co_await c.all()`: every message started so far has completed (headers checked).
+  struct AllAwaiter {
+    Collective& c;
+    bool await_ready() const { return c.pending_.empty(); }
+    void await_suspend(std::coroutine_handle<> h) { c.resume_point_ = h; }
+    void await_resume() const {}
+  };
+  AllAwaiter all();
+
+  // A scratch buffer that lives as long as the collective (slot 0, 1, ...), at least `bytes` long.
+  unsigned char* scratch(unsigned slot, uint64_t bytes);
+
+  // The driver side: run `algorithm` (a coroutine over this collective) until it waits.
+  void start(Task algorithm);
+  // Tests the messages in flight and resumes the algorithm when they are done. Returns true once the
+  // algorithm has finished; throws gw::Error on a mismatch, a transport failure or a timeout.
+  bool poll();
+
+ private:
+  struct Message;
+  void check_header(const Message& m, uint64_t received) const;
+  bool poll_message(Message& m);
+  void check_deadline() const;
+
+  PointToPoint& p2p_;
+  uint32_t rank_;
+  uint32_t size_;
+  uint32_t seq_;
+  Signature signature_;
+  double timeout_s_;
+  std::vector<std::unique_ptr<Message>> pending_;
+  std::chrono::steady_clock::time_point wait_started_;
+  std::coroutine_handle<> resume_point_;
+  Task task_;
+  std::vector<std::vector<unsigned char>> scratch_;
+};
+
+}  // namespace gw::comm

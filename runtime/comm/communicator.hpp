@@ -1,0 +1,102 @@
+// A communicator: a group of ranks over one transport, the collectives started on it (each with its
+// sequence number), the application's point-to-point requests, and the failure state they share.
+//
+// Progress happens inside gw_request_test/wait (and the blocking calls): every call drives every active
+// request of the communicator. A collective that fails (mismatch, timeout, dead peer) fails the whole
+// communicator — its collective sequence is broken — and sends a failure notice to every other rank, so
+// ranks that were waiting on someone else end with the same error instead of a timeout.
+#pragma once
+
+#include <gradwire/types.h>
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "comm/collective.hpp"
+#include "comm/p2p.hpp"
+
+namespace gw::comm {
+class Communicator;
+}
+
+// The application's handle for one nonblocking operation.
+struct gw_request {
+  gw::comm::Communicator* comm = nullptr;
+  std::unique_ptr<gw::comm::Collective> collective;  // a collective in flight
+  gw::comm::PointToPoint::Op* op = nullptr;          // an application send/recv in flight
+  uint32_t peer = 0;
+  uint64_t expected_bytes = 0;
+  bool is_recv = false;
+  gw_status status = GW_IN_PROGRESS;
+  std::string error;
+};
+
+namespace gw::comm {
+
+struct CommSettings {
+  double timeout_s = 300;                     // [runtime] timeout_s
+  uint64_t ring_threshold_bytes = 64 * 1024;  // allreduce: recursive doubling below, ring from here
+};
+
+class Communicator {
+ public:
+  Communicator(std::unique_ptr<PointToPoint> p2p, CommSettings settings);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  uint32_t rank() const { return p2p_->rank(); }
+  uint32_t size() const { return p2p_->size(); }
+  const CommSettings& settings() const { return settings_; }
+  PointToPoint& p2p() { return *p2p_; }
+
+  // Starts a collective: `algorithm` builds the coroutine over the Collective the communicator creates.
+  gw_request* start_collective(const Signature& signature, const std::function<Task(Collective&)>& algorithm);
+  gw_request* start_send(uint32_t peer, uint32_t tag, const void* data, uint64_t bytes);
+  gw_request* start_recv(uint32_t peer, uint32_t tag, void* data, uint64_t bytes);
+
+  // Drives every active request once. Returns true when any of them completed.
+  bool progress();
+  gw_status test(gw_request* request);
+  // Waits up to timeout_s (< 0: until the request ends; its own deadlines still apply).
+  gw_status wait(gw_request* request, double timeout_s);
+  void free(gw_request* request);
+  // Fails every pending and future operation with GW_ERR_ABORTED. thread: any.
+  void abort() noexcept;
+
+  // Live requests; destroy refuses while there are any.
+  size_t live_requests() const { return live_.size(); }
+
+ private:
+  void check_usable() const;
+  gw_request* track(std::unique_ptr<gw_request> r);
+  void complete(gw_request* r, gw_status status, const std::string& error);
+  bool poll(gw_request* r);
+  void poll_notices();
+  // Marks the communicator failed, ends every active request with (status, message), and with notify
+  // tells every other rank.
+  void fail_all(gw_status status, const std::string& message, bool notify);
+
+  std::unique_ptr<PointToPoint> p2p_;
+  CommSettings settings_;
+  uint32_t next_seq_ = 0;
+  std::set<gw_request*> live_;
+  std::list<gw_request*> active_;
+  std::atomic<bool> aborted_{false};
+  gw_status failed_status_ = GW_OK;
+  std::string failed_message_;
+
+  struct Notice {
+    PointToPoint::Op* op = nullptr;
+    std::vector<unsigned char> buffer;
+  };
+  std::vector<Notice> incoming_notices_;  // one posted receive per peer
+  std::vector<Notice> outgoing_notices_;
+};
+
+}  // namespace gw::comm

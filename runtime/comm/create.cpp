@@ -1,0 +1,68 @@
+#include "comm/create.hpp"
+
+#include "bootstrap/launch_env.hpp"
+#include "bootstrap/rendezvous.hpp"
+#include "comm/identity.hpp"
+#include "comm/transport_p2p.hpp"
+#include "core/error.hpp"
+
+namespace gw::comm {
+namespace {
+
+// [transport] inter names the transport; "auto" prefers UCX, else the first transport loaded.
+ComponentRef choose_transport(const Runtime& runtime) {
+  const std::string wanted = runtime.config().get_string("transport", "inter");
+  if (wanted != "auto") return runtime.registry().find(GW_COMPONENT_TRANSPORT, wanted);
+  const auto all = runtime.registry().components(GW_COMPONENT_TRANSPORT);
+  for (const auto& ref : all)
+    if (std::string(ref.component->name) == "ucx") return ref;
+  if (all.empty())
+    fail(GW_ERR_NOT_FOUND, "no transport plugin is loaded ([transport] inter = \"auto\"); `gradwire plugins` "
+                           "shows what was found and why a plugin did not load (is libgw-ucx.so built?)");
+  return all.front();
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const gw_comm_options& o) {
+  bootstrap::LaunchOverrides overrides;
+  overrides.rank = o.rank;
+  overrides.world_size = o.world_size;
+  overrides.local_rank = o.local_rank;
+  overrides.root_address = o.root_address ? o.root_address : "";
+  overrides.root_port = o.root_port;
+  const bootstrap::LaunchInfo launch = bootstrap::detect_launch(overrides);
+
+  CommSettings settings;
+  settings.timeout_s = o.timeout_s > 0 ? o.timeout_s : runtime.config().get_float("runtime", "timeout_s");
+  settings.ring_threshold_bytes = uint64_t(runtime.config().get_int("collectives", "ring_threshold_bytes"));
+
+  const ComponentRef ref = choose_transport(runtime);
+  gw_transport_init init = GW_TRANSPORT_INIT_INIT;
+  init.rank = launch.rank;
+  init.world_size = launch.world_size;
+  init.local_rank = launch.local_rank;
+  init.timeout_s = settings.timeout_s;
+  auto transport = std::make_unique<TransportP2P>(ref, runtime.config(), init);
+
+  const Identity mine = Identity::of(runtime, transport->name());
+  const std::string record = bootstrap::pack_records({mine.serialize(), transport->local_address()});
+  const std::vector<std::string> gathered =
+      o.allgather ? bootstrap::callback_allgather(o.allgather, o.allgather_user, launch.rank, launch.world_size, record)
+                  : bootstrap::ucx_allgather(launch, record, settings.timeout_s);
+
+  std::vector<Identity> identities;
+  std::vector<std::string> addresses;
+  for (const auto& r : gathered) {
+    const auto parts = bootstrap::unpack_records(r, 2);
+    identities.push_back(Identity::parse(parts[0]));
+    addresses.push_back(parts[1]);
+  }
+  check_identities(identities);
+  transport->connect(addresses, settings.timeout_s);
+  runtime.logger().info("comm", "rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.world_size) +
+                                    " (from " + launch.source + ") connected over " + transport->name());
+  return std::make_unique<Communicator>(std::move(transport), settings);
+}
+
+}  // namespace gw::comm

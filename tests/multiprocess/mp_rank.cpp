@@ -1,0 +1,359 @@
+// One rank of a multi-process test, started N times by `gradwire run -n N -- mp_rank CASE`. It uses the
+// C ABI only. Every check failure prints "FAIL ..." and exits 1; a case that expects an error prints
+// "EXPECTED-ERROR <status> <message>" and exits 0 when it got that status (the driver then checks the
+// message on every rank), else exits 1. The driver is mp_collectives_test.cpp.
+#include <gradwire/gradwire.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int g_rank = 0;
+int g_size = 1;
+
+[[noreturn]] void die(const std::string& what) {
+  std::printf("FAIL rank %d: %s\n", g_rank, what.c_str());
+  std::fflush(stdout);
+  std::exit(1);
+}
+
+void check(gw_status st, const std::string& what) {
+  if (st != GW_OK) die(what + ": " + gw_status_string(st) + ": " + gw_last_error());
+}
+
+// ---- element types and the serial reference ----------------------------------------------------
+
+uint16_t to_half(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+float from_half(uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }
+uint16_t to_bf16(float f) {  // round to nearest even; the inputs here are never NaN
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float from_bf16(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
+
+// Small integers, so that every partial sum is exact in every dtype and the result does not depend on
+// the order of the reduction: any difference from the reference is a bug, not rounding.
+double input_value(int rank, uint64_t i) { return double(int64_t((uint64_t(rank) * 7 + i * 13) % 11) - 5); }
+
+void store(gw_dtype dt, void* base, uint64_t i, double v) {
+  switch (dt) {
+    case GW_DTYPE_F32: static_cast<float*>(base)[i] = float(v); break;
+    case GW_DTYPE_F64: static_cast<double*>(base)[i] = v; break;
+    case GW_DTYPE_F16: static_cast<uint16_t*>(base)[i] = to_half(float(v)); break;
+    case GW_DTYPE_BF16: static_cast<uint16_t*>(base)[i] = to_bf16(float(v)); break;
+    case GW_DTYPE_I32: static_cast<int32_t*>(base)[i] = int32_t(v); break;
+    case GW_DTYPE_I64: static_cast<int64_t*>(base)[i] = int64_t(v); break;
+    default: die("bad dtype");
+  }
+}
+
+// The reference result of `op` over all ranks' inputs at element i, stored in dtype `dt`.
+void store_reference(gw_dtype dt, void* base, uint64_t i, gw_reduce_op op, int n) {
+  double acc = input_value(0, i);
+  for (int r = 1; r < n; ++r) {
+    const double v = input_value(r, i);
+    acc = op == GW_REDUCE_MIN ? std::min(acc, v) : op == GW_REDUCE_MAX ? std::max(acc, v) : acc + v;
+  }
+  if (op != GW_REDUCE_AVG) return store(dt, base, i, acc);
+  switch (dt) {  // the average is the exact sum divided once, in the dtype's arithmetic
+    case GW_DTYPE_F32: static_cast<float*>(base)[i] = float(acc) / float(n); break;
+    case GW_DTYPE_F64: static_cast<double*>(base)[i] = acc / double(n); break;
+    case GW_DTYPE_F16: static_cast<uint16_t*>(base)[i] = to_half(from_half(to_half(float(acc))) / float(n)); break;
+    case GW_DTYPE_BF16: static_cast<uint16_t*>(base)[i] = to_bf16(from_bf16(to_bf16(float(acc))) / float(n)); break;
+    case GW_DTYPE_I32: static_cast<int32_t*>(base)[i] = int32_t(int64_t(acc) / n); break;
+    case GW_DTYPE_I64: static_cast<int64_t*>(base)[i] = int64_t(acc) / n; break;
+    default: die("bad dtype");
+  }
+}
+
+gw_tensor tensor(gw_dtype dt, void* data, uint64_t count) {
+  gw_tensor t = GW_TENSOR_INIT;
+  t.dtype = dt;
+  t.data = data;
+  t.count = count;
+  return t;
+}
+
+uint64_t fnv1a(const void* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
+  return h;
+}
+
+// Every rank must hold the same bytes: gather their hashes and compare.
+void check_identical(gw_comm* comm, const void* data, size_t bytes, const std::string& what) {
+  uint64_t mine = fnv1a(data, bytes);
+  std::vector<uint64_t> all(g_size);
+  gw_tensor in = tensor(GW_DTYPE_I64, &mine, 1), out = tensor(GW_DTYPE_I64, all.data(), all.size());
+  check(gw_allgather(comm, &in, &out), what + ": allgather of result hashes");
+  for (int r = 0; r < g_size; ++r)
+    if (all[r] != all[0]) die(what + ": rank " + std::to_string(r) + "'s result differs from rank 0's");
+}
+
+const gw_dtype kDtypes[] = {GW_DTYPE_F32, GW_DTYPE_F64, GW_DTYPE_F16, GW_DTYPE_BF16, GW_DTYPE_I32, GW_DTYPE_I64};
+const gw_reduce_op kOps[] = {GW_REDUCE_SUM, GW_REDUCE_AVG, GW_REDUCE_MIN, GW_REDUCE_MAX};
+const char* op_text(gw_reduce_op op) {
+  return op == GW_REDUCE_SUM ? "sum" : op == GW_REDUCE_AVG ? "avg" : op == GW_REDUCE_MIN ? "min" : "max";
+}
+
+void test_allreduce(gw_comm* comm, gw_dtype dt, gw_reduce_op op, uint64_t count, bool in_place) {
+  const size_t es = gw_dtype_size(dt);
+  const std::string what = std::string("allreduce ") + op_text(op) + " " + gw_dtype_name(dt) + " count " +
+                           std::to_string(count) + (in_place ? " in place" : "");
+  std::vector<unsigned char> in(count * es + 1), out(count * es + 1), ref(count * es + 1);
+  for (uint64_t i = 0; i < count; ++i) {
+    store(dt, in.data(), i, input_value(g_rank, i));
+    store_reference(dt, ref.data(), i, op, g_size);
+  }
+  const std::vector<unsigned char> original = in;
+  gw_tensor ti = tensor(dt, in.data(), count), to = tensor(dt, in_place ? in.data() : out.data(), count);
+  check(gw_allreduce(comm, &ti, &to, op), what);
+  const unsigned char* result = in_place ? in.data() : out.data();
+  if (std::memcmp(result, ref.data(), count * es) != 0) {
+    for (uint64_t i = 0; i < count; ++i)
+      if (std::memcmp(result + i * es, ref.data() + i * es, es) != 0) die(what + ": wrong value at element " + std::to_string(i));
+  }
+  if (!in_place && in != original) die(what + ": the input buffer was modified");
+  check_identical(comm, result, count * es, what);
+}
+
+void test_reduce_scatter(gw_comm* comm, gw_dtype dt, gw_reduce_op op, uint64_t count, bool in_place) {
+  const size_t es = gw_dtype_size(dt);
+  const std::string what = std::string("reduce_scatter ") + op_text(op) + " " + gw_dtype_name(dt) + " count " +
+                           std::to_string(count) + (in_place ? " in place" : "");
+  const uint64_t total = count * g_size;
+  std::vector<unsigned char> in(total * es + 1), out(count * es + 1), ref(total * es + 1);
+  for (uint64_t i = 0; i < total; ++i) {
+    store(dt, in.data(), i, input_value(g_rank, i));
+    store_reference(dt, ref.data(), i, op, g_size);
+  }
+  gw_tensor ti = tensor(dt, in.data(), total), to = tensor(dt, in_place ? in.data() : out.data(), count);
+  check(gw_reduce_scatter(comm, &ti, &to, op), what);
+  const unsigned char* result = in_place ? in.data() : out.data();
+  if (std::memcmp(result, ref.data() + g_rank * count * es, count * es) != 0) die(what + ": wrong values");
+}
+
+void test_allgather(gw_comm* comm, gw_dtype dt, uint64_t count, bool in_place, bool variable) {
+  const size_t es = gw_dtype_size(dt);
+  std::vector<uint64_t> counts(g_size), offsets(g_size);
+  uint64_t total = 0;
+  for (int r = 0; r < g_size; ++r) {
+    counts[r] = variable ? count + uint64_t(r) * 3 : count;
+    offsets[r] = total;
+    total += counts[r];
+  }
+  const std::string what = std::string(variable ? "allgatherv " : "allgather ") + gw_dtype_name(dt) + " count " +
+                           std::to_string(count) + (in_place ? " in place" : "");
+  std::vector<unsigned char> mine(counts[g_rank] * es + 1), out(total * es + 1), ref(total * es + 1);
+  for (int r = 0; r < g_size; ++r)
+    for (uint64_t i = 0; i < counts[r]; ++i) store(dt, ref.data(), offsets[r] + i, input_value(r, i));
+  for (uint64_t i = 0; i < counts[g_rank]; ++i) store(dt, mine.data(), i, input_value(g_rank, i));
+  if (in_place) std::memcpy(out.data() + offsets[g_rank] * es, mine.data(), counts[g_rank] * es);
+  gw_tensor ti = tensor(dt, in_place ? out.data() : mine.data(), counts[g_rank]), to = tensor(dt, out.data(), total);
+  if (in_place) ti.data = out.data() + offsets[g_rank] * es;
+  check(variable ? gw_allgatherv(comm, &ti, &to, counts.data()) : gw_allgather(comm, &ti, &to), what);
+  if (std::memcmp(out.data(), ref.data(), total * es) != 0) die(what + ": wrong values");
+}
+
+void test_broadcast(gw_comm* comm, uint64_t count, uint32_t root) {
+  const std::string what = "broadcast root " + std::to_string(root) + " count " + std::to_string(count);
+  std::vector<float> buf(count + 1, -1.0f);
+  if (uint32_t(g_rank) == root)
+    for (uint64_t i = 0; i < count; ++i) buf[i] = float(input_value(int(root), i));
+  gw_tensor t = tensor(GW_DTYPE_F32, buf.data(), count);
+  check(gw_broadcast(comm, &t, root), what);
+  for (uint64_t i = 0; i < count; ++i)
+    if (buf[i] != float(input_value(int(root), i))) die(what + ": wrong value at " + std::to_string(i));
+}
+
+std::vector<uint64_t> parse_sizes(const char* text) {
+  std::vector<uint64_t> sizes;
+  for (const char* p = text; *p;) {
+    char* end = nullptr;
+    sizes.push_back(std::strtoull(p, &end, 10));
+    p = *end ? end + 1 : end;
+  }
+  return sizes;
+}
+
+// ---- cases ----------------------------------------------------------------------------------
+
+void case_collectives(gw_comm* comm, const std::vector<uint64_t>& sizes, bool all_ops) {
+  for (uint64_t count : sizes) {
+    for (gw_dtype dt : kDtypes) {
+      for (gw_reduce_op op : kOps) {
+        if (!all_ops && op != GW_REDUCE_SUM && op != GW_REDUCE_MAX) continue;
+        test_allreduce(comm, dt, op, count, false);
+        test_allreduce(comm, dt, op, count, true);
+      }
+      test_reduce_scatter(comm, dt, all_ops ? GW_REDUCE_AVG : GW_REDUCE_SUM, count, false);
+      test_reduce_scatter(comm, dt, GW_REDUCE_SUM, count, true);
+      test_allgather(comm, dt, count, false, false);
+    }
+    test_allgather(comm, GW_DTYPE_F32, count, true, false);
+    test_allgather(comm, GW_DTYPE_I64, count, false, true);
+    test_allgather(comm, GW_DTYPE_I64, count, true, true);
+    for (int root = 0; root < g_size; ++root) test_broadcast(comm, count, uint32_t(root));
+    check(gw_barrier(comm), "barrier");
+  }
+}
+
+void case_large(gw_comm* comm, uint64_t bytes) {
+  test_allreduce(comm, GW_DTYPE_F32, GW_REDUCE_SUM, bytes / 4, true);
+  test_allreduce(comm, GW_DTYPE_BF16, GW_REDUCE_AVG, bytes / 2, false);
+  test_allgather(comm, GW_DTYPE_F32, bytes / 4 / g_size, false, false);
+}
+
+// Many nonblocking collectives and point-to-point messages in flight at once, completed out of order.
+void case_many(gw_comm* comm) {
+  constexpr int kRequests = 48;
+  std::vector<std::vector<float>> bufs(kRequests);
+  std::vector<gw_request*> reqs(kRequests, nullptr);
+  for (int k = 0; k < kRequests; ++k) {
+    const uint64_t count = 1 + uint64_t(k) * 997;  // small ones and ring-sized ones
+    bufs[k].resize(count);
+    for (uint64_t i = 0; i < count; ++i) bufs[k][i] = float(input_value(g_rank, i + k));
+    gw_tensor t = tensor(GW_DTYPE_F32, bufs[k].data(), count);
+    check(gw_allreduce_start(comm, &t, &t, GW_REDUCE_SUM, &reqs[k]), "allreduce_start " + std::to_string(k));
+  }
+  const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+  std::vector<int64_t> sent(64), got(64);
+  for (int i = 0; i < 64; ++i) sent[i] = g_rank * 1000 + i;
+  gw_tensor ts = tensor(GW_DTYPE_I64, sent.data(), sent.size()), tr = tensor(GW_DTYPE_I64, got.data(), got.size());
+  gw_request *send = nullptr, *recv = nullptr;
+  check(gw_recv_start(comm, &tr, uint32_t(left), 7, &recv), "recv_start");
+  check(gw_send_start(comm, &ts, uint32_t(right), 7, &send), "send_start");
+  for (int k = kRequests - 1; k >= 0; --k) {
+    check(gw_request_wait(reqs[k], -1), "wait " + std::to_string(k));
+    check(gw_request_free(reqs[k]), "free");
+    for (uint64_t i = 0; i < bufs[k].size(); ++i) {
+      double ref = 0;
+      for (int r = 0; r < g_size; ++r) ref += input_value(r, i + k);
+      if (bufs[k][i] != float(ref)) die("many: request " + std::to_string(k) + " wrong at " + std::to_string(i));
+    }
+  }
+  check(gw_request_wait(send, -1), "send wait");
+  check(gw_request_wait(recv, -1), "recv wait");
+  gw_request_free(send);
+  gw_request_free(recv);
+  for (int i = 0; i < 64; ++i)
+    if (got[i] != left * 1000 + i) die("p2p: wrong value");
+}
+
+// A case that must fail with `expected` on every rank.
+[[noreturn]] void expect_error(gw_status st, gw_status expected, const char* doing) {
+  if (st == expected) {
+    std::printf("EXPECTED-ERROR %s %s\n", gw_status_string(st), gw_last_error());
+    std::fflush(stdout);
+    std::exit(0);
+  }
+  die(std::string(doing) + ": expected " + gw_status_string(expected) + ", got " + gw_status_string(st) + ": " +
+      gw_last_error());
+}
+
+void case_mismatch(gw_comm* comm, const std::string& what) {
+  std::vector<float> buf(1000, 1.0f);
+  gw_tensor t = tensor(GW_DTYPE_F32, buf.data(), buf.size());
+  const bool odd = g_rank == g_size - 1;
+  if (what == "count" && odd) t.count = 999;
+  if (what == "count-large" && odd) t.count = 10;  // another algorithm on the odd rank
+  if (what == "dtype" && odd) t.dtype = GW_DTYPE_I32;
+  gw_reduce_op op = GW_REDUCE_SUM;
+  if (what == "op" && odd) op = GW_REDUCE_MAX;
+  gw_status st;
+  if (what == "collective" && odd) {
+    gw_tensor out = tensor(GW_DTYPE_F32, buf.data(), buf.size());
+    t.count = buf.size() / g_size;
+    out.count = t.count * g_size;
+    st = gw_allgather(comm, &t, &out);
+  } else {
+    st = gw_allreduce(comm, &t, &t, op);
+  }
+  expect_error(st, GW_ERR_MISMATCH, ("mismatch " + what).c_str());
+}
+
+void case_kill(gw_comm* comm) {
+  std::vector<float> buf(4 << 20, 1.0f);
+  gw_tensor t = tensor(GW_DTYPE_F32, buf.data(), buf.size());
+  check(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "warm-up allreduce");
+  if (g_rank == 1) {
+    gw_request* r = nullptr;
+    check(gw_allreduce_start(comm, &t, &t, GW_REDUCE_SUM, &r), "allreduce_start");
+    gw_request_test(r);
+    raise(SIGKILL);  // dies in the middle of the collective
+  }
+  for (int i = 0; i < 1000; ++i) {
+    const gw_status st = gw_allreduce(comm, &t, &t, GW_REDUCE_SUM);
+    if (st != GW_OK) {
+      std::printf("EXPECTED-ERROR %s %s\n", gw_status_string(st), gw_last_error());
+      std::fflush(stdout);
+      std::exit(0);
+    }
+  }
+  die("a rank was killed but the collectives went on");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: mp_rank CASE [ARGS]\n");
+    return 2;
+  }
+  const std::string c = argv[1];
+  const char* env_rank = std::getenv("GW_RANK");
+  const char* env_size = std::getenv("GW_WORLD_SIZE");
+  g_rank = env_rank ? std::atoi(env_rank) : 0;
+  g_size = env_size ? std::atoi(env_size) : 1;
+  if (c == "missing-rank" && g_rank == g_size - 1) return 0;  // this rank never joins
+
+  // Cases that make the ranks differ in setup get a per-rank config or plugin path.
+  std::string config = "[runtime]\ntimeout_s = " + std::string(std::getenv("MP_TIMEOUT_S") ? std::getenv("MP_TIMEOUT_S") : "60") + "\n";
+  if (c == "mismatch-config" && g_rank == g_size - 1) config += "[collectives]\nring_threshold_bytes = 4096\n";
+  std::vector<const char*> paths;
+  std::string extra_path;
+  if (c == "mismatch-version") {
+    extra_path = std::string(argv[2]) + (g_rank == g_size - 1 ? "/v2" : "/v1");
+    paths.push_back(extra_path.c_str());
+  }
+  gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+  ro.config_text = config.c_str();
+  ro.plugin_paths = paths.data();
+  ro.num_plugin_paths = uint32_t(paths.size());
+  gw_runtime* rt = nullptr;
+  check(gw_runtime_create(&ro, &rt), "gw_runtime_create");
+  gw_comm_options co = GW_COMM_OPTIONS_INIT;
+  gw_comm* comm = nullptr;
+  const gw_status created = gw_comm_create(rt, &co, &comm);
+  if (c == "mismatch-config" || c == "mismatch-version") expect_error(created, GW_ERR_MISMATCH, "gw_comm_create");
+  if (c == "missing-rank") expect_error(created, GW_ERR_TIMEOUT, "gw_comm_create");
+  check(created, "gw_comm_create");
+  if (gw_comm_rank(comm) != uint32_t(g_rank) || gw_comm_size(comm) != uint32_t(g_size)) die("rank/size differ from GW_RANK/GW_WORLD_SIZE");
+
+  if (c == "collectives") case_collectives(comm, parse_sizes(argc > 2 ? argv[2] : "0,1,7"), true);
+  else if (c == "collectives-sum-max") case_collectives(comm, parse_sizes(argc > 2 ? argv[2] : "1048579"), false);
+  else if (c == "large") case_large(comm, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64ull << 20);
+  else if (c == "many") case_many(comm);
+  else if (c.rfind("mismatch-", 0) == 0) case_mismatch(comm, c.substr(9));
+  else if (c == "kill") case_kill(comm);
+  else if (c == "fail-rank") {
+    check(gw_barrier(comm), "barrier");
+    if (g_rank == 1) return 3;
+    sleep(60);  // the launcher must stop this rank
+  } else die("unknown case " + c);
+
+  check(gw_comm_destroy(comm), "gw_comm_destroy");
+  check(gw_runtime_destroy(rt), "gw_runtime_destroy");
+  std::printf("OK rank %d\n", g_rank);
+  return 0;
+}
