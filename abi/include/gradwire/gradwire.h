@@ -161,6 +161,39 @@ GW_API gw_status gw_codec_decode(gw_codec* codec, const gw_codec_context* contex
                                  uint64_t size, gw_tensor* out, uint32_t flags);
 
 /* ------------------------------------------------------------------------------------------------
+ * Error feedback: a service around any lossy codec. Each buffer (named by a caller-chosen id) keeps
+ * the residual of its last encoding in host memory (f32) and adds it to the next input:
+ *   x' = x + residual;  payload = encode(x');  residual = x' - decode(payload).
+ * Over T steps the sum of what was decoded differs from the sum of the inputs by the last residual
+ * only, so the gap does not grow with T. The state is saved and restored as a versioned blob with a
+ * checksum (a checkpoint must carry it).
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct gw_error_feedback gw_error_feedback;
+
+/* Creates error feedback around `codec`, which must outlive it. thread: any. */
+GW_API gw_status gw_error_feedback_create(gw_codec* codec, gw_error_feedback** ef);
+/* thread: the owner; no call on it in flight. */
+GW_API gw_status gw_error_feedback_destroy(gw_error_feedback* ef);
+/* Encodes in + residual[buffer_id] into payload (as gw_codec_encode: header included, capacity from
+ * gw_codec_max_encoded_size) and updates that residual; `in` is not modified. A buffer id keeps the
+ * element count of its first call (another count is GW_ERR_MISMATCH). Host f32 tensors only.
+ * thread: one per error feedback at a time. */
+GW_API gw_status gw_error_feedback_encode(gw_error_feedback* ef, uint64_t buffer_id, const gw_codec_context* context,
+                                          const gw_tensor* in, void* payload, uint64_t capacity, uint64_t* size);
+/* Forgets every residual (e.g. after the model was reloaded). thread: one per error feedback at a time. */
+GW_API gw_status gw_error_feedback_reset(gw_error_feedback* ef);
+/* Bytes gw_error_feedback_save needs now. thread: one per error feedback at a time. */
+GW_API gw_status gw_error_feedback_state_size(gw_error_feedback* ef, uint64_t* size);
+/* Writes the state (every buffer's residual) into buf; *size is the bytes written. A capacity below
+ * gw_error_feedback_state_size is GW_ERR_BUFFER_TOO_SMALL. thread: one per error feedback at a time. */
+GW_API gw_status gw_error_feedback_save(gw_error_feedback* ef, void* buf, uint64_t capacity, uint64_t* size);
+/* Replaces the state by a blob gw_error_feedback_save wrote. A damaged or truncated blob is
+ * GW_ERR_CORRUPT, another blob version GW_ERR_VERSION, a blob of another codec GW_ERR_MISMATCH; the
+ * state is then unchanged. thread: one per error feedback at a time. */
+GW_API gw_status gw_error_feedback_load(gw_error_feedback* ef, const void* buf, uint64_t size);
+
+/* ------------------------------------------------------------------------------------------------
  * Communicators: a group of ranks, the transport that connects them, and the collectives over it.
  *
  * Every collective has a nonblocking *_start form returning a gw_request and a blocking form. Buffers

@@ -1,0 +1,50 @@
+// Error feedback around a lossy codec: each buffer keeps the residual of its last encoding and adds it
+// to the next input, so what a codec drops is sent later instead of lost:
+//   x' = x + residual;  payload = encode(x');  residual = x' - decode(payload).
+// Over T steps, the sum of what was decoded equals the sum of the inputs minus the last residual, so
+// the gap does not grow with T. Residuals live in host memory as f32; the state (every buffer's
+// residual) is saved and restored as a versioned blob with a checksum.
+#pragma once
+
+#include <gradwire/gradwire.h>
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "codec/codec.hpp"
+
+namespace gw {
+
+// The numeric core: x_plus = x + residual (elementwise), and after the caller encoded and decoded
+// x_plus into `decoded`, residual = x_plus - decoded.
+void ef_add_residual(const float* x, const float* residual, float* x_plus, uint64_t n);
+void ef_update_residual(const float* x_plus, const float* decoded, float* residual, uint64_t n);
+
+class ErrorFeedback {
+ public:
+  explicit ErrorFeedback(Codec& codec) : codec_(codec) {}
+
+  // Encodes in + residual[buffer_id] into payload and updates the residual; returns the payload size.
+  uint64_t encode(uint64_t buffer_id, const gw_codec_context& ctx, const gw_tensor& in, void* payload,
+                  uint64_t capacity);
+  void reset();
+
+  uint64_t state_size() const;
+  uint64_t save(void* buf, uint64_t capacity) const;
+  void load(const void* buf, uint64_t size);
+
+  // The residual of a buffer (empty when the buffer has not been encoded yet).
+  const std::vector<float>& residual(uint64_t buffer_id) const;
+
+ private:
+  Codec& codec_;
+  std::map<uint64_t, std::vector<float>> residuals_;
+  std::vector<float> x_plus_, decoded_;
+};
+
+}  // namespace gw
+
+struct gw_error_feedback {
+  gw::ErrorFeedback impl;
+};
