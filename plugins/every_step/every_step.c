@@ -1,9 +1,9 @@
 /* The schedule "every_step": average the gradients across ranks at every step (plain data parallel,
  * what PyTorch DDP does). Its only state is the count of steps taken, kept for checkpoints. */
 #include <gradwire/plugin.h>
+#include <gw_schedule/counters.h>
 
 #include <stdlib.h>
-#include <string.h>
 
 #define STATE_MAGIC 0x31455347u /* "GSE1" */
 
@@ -37,47 +37,23 @@ static gw_status es_step_skipped(void* schedule) {
   return GW_OK;
 }
 
-/* State: u32 magic, u32 reserved, u64 steps, u64 skipped; little-endian. */
-static void put64(unsigned char* p, uint64_t v) {
-  int i;
-  for (i = 0; i < 8; ++i) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint64_t get64(const unsigned char* p) {
-  uint64_t v = 0;
-  int i;
-  for (i = 0; i < 8; ++i) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
+/* State: magic "GSE1", steps, skipped (gw_schedule/counters.h). */
 static gw_status es_save_state(void* schedule, void* buf, uint64_t* size) {
   const every_step* self = (const every_step*)schedule;
-  unsigned char* p = (unsigned char*)buf;
-  const uint64_t needed = 24;
-  if (buf == NULL) {
-    *size = needed;
-    return GW_OK;
-  }
-  if (*size < needed) {
-    self->host->set_error(self->host->ctx, "every_step: state buffer too small (24 bytes needed)");
-    return GW_ERR_BUFFER_TOO_SMALL;
-  }
-  put64(p, STATE_MAGIC);
-  put64(p + 8, self->steps);
-  put64(p + 16, self->skipped);
-  *size = needed;
-  return GW_OK;
+  const uint64_t counters[2] = {self->steps, self->skipped};
+  return gw_counters_save(self->host, STATE_MAGIC, counters, 2, buf, size);
 }
 
 static gw_status es_load_state(void* schedule, const void* buf, uint64_t size) {
   every_step* self = (every_step*)schedule;
-  const unsigned char* p = (const unsigned char*)buf;
-  if (buf == NULL || size != 24 || get64(p) != STATE_MAGIC) {
-    self->host->set_error(self->host->ctx, "every_step: the state blob was not written by every_step 1.x");
-    return GW_ERR_CORRUPT;
+  uint64_t counters[2];
+  const gw_status s = gw_counters_load(self->host, STATE_MAGIC, counters, 2, buf, size,
+                                       "every_step: the state blob was not written by every_step 1.x");
+  if (s == GW_OK) {
+    self->steps = counters[0];
+    self->skipped = counters[1];
   }
-  self->steps = get64(p + 8);
-  self->skipped = get64(p + 16);
-  return GW_OK;
+  return s;
 }
 
 static const gw_schedule_vtable es_vtable = {sizeof(gw_schedule_vtable), es_create, es_destroy, es_on_step,

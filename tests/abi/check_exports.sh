@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # check_exports.sh LIB: every dynamic symbol LIB defines is gw_* (the version node GRADWIRE_* aside).
 # check_exports.sh --plugin LIB: a plugin defines gw_plugin_entry and nothing else.
+# check_exports.sh --plugin-dir DIR: the same for every *.so in DIR.
 set -euo pipefail
+if [ "$1" = "--plugin-dir" ]; then
+  shopt -s nullglob
+  files=("$2"/*.so)
+  [ ${#files[@]} -gt 0 ] || { echo "FAIL: no plugins in $2"; exit 1; }
+  for f in "${files[@]}"; do "$0" --plugin "$f" || exit 1; done
+  exit 0
+fi
 mode=lib
 if [ "$1" = "--plugin" ]; then mode=plugin; shift; fi
 lib=$1
