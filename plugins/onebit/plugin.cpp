@@ -10,11 +10,8 @@
 #include "gw_codec/block_body.hpp"
 #include "gw_codec/codec_base.hpp"
 #include "gw_codec/convert.hpp"
-#include "gw_codec/half_codec.hpp"
-
-#if defined(GW_CODEC_WITH_CUDA)
 #include "cuda.hpp"
-#endif
+#include "gw_codec/half_codec.hpp"
 
 namespace {
 
