@@ -11,7 +11,7 @@ function(gw_add_plugin)
     OUTPUT_NAME gw-${ARG_NAME}
     LIBRARY_OUTPUT_DIRECTORY ${GW_PLUGIN_OUTPUT_DIRECTORY})
   # A plugin exports gw_plugin_entry and nothing else.
-  target_link_options(${target} PRIVATE
-    "LINKER:--version-script=${PROJECT_SOURCE_DIR}/abi/plugin.map" "LINKER:--no-undefined")
+  target_link_options(${target} PRIVATE "LINKER:--version-script=${PROJECT_SOURCE_DIR}/abi/plugin.map"
+    ${GW_NO_UNDEFINED})
   install(TARGETS ${target} LIBRARY DESTINATION ${GW_PLUGIN_SUBDIR})
 endfunction()

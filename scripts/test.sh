@@ -5,3 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh
 ctest --test-dir build --output-on-failure -j2 --timeout 900
+
+# The decoders under libFuzzer with AddressSanitizer and UBSan (clang), each for a bounded time from its
+# committed seed corpus (tests/fuzz/).
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DGW_BUILD_FUZZERS=ON -DGW_SANITIZE=ON -DGW_WITH_CUDA=OFF > build-fuzz.log || { cat build-fuzz.log; exit 1; }
+cmake --build build-fuzz -j"$(nproc)" --target gw_fuzzers
+ctest --test-dir build-fuzz --output-on-failure -L fuzz
