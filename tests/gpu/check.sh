@@ -17,7 +17,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGW_WITH_CUDA=ON -DC
 
 echo "== build"
 cmake --build "$build" -j "$jobs" --target gw_plugin_fp16 gw_plugin_bf16 gw_plugin_int8 gw_plugin_onebit \
-  gpu_codecs_test gw_gpu_g1
+  gw_plugin_topk gw_plugin_randomk gpu_codecs_test gw_gpu_g1 gpu_sparse_test gpu_sparse_cabi_test gw_gpu_g2
 
 echo "== G3: CUDA bytes == CPU bytes (ctest -L gpu)"
 status=0
@@ -27,6 +27,24 @@ echo "== G1: dense codecs on the GPU vs device-to-device copy"
 "$build"/bin/gw_gpu_g1 "$build"/lib/gradwire/plugins || status=1
 
 # ---- G2 (top-k vs torch.topk): the topk/randomk owner adds its step here ------------------------
+# gw_gpu_g2 times our CUDA top-k (1 % of 2^28 f32) and dumps the input and its selection (1 GiB);
+# g2_torch_topk.py times torch.topk on the same data and prints the ratio, recall and count.
+echo "== G2: GPU top-k (k = 1 % of 2^28 f32) vs torch.topk"
+g2dir="$build/g2-dump"
+rm -rf "$g2dir" && mkdir -p "$g2dir"
+if "$build"/bin/gw_gpu_g2 "$build"/lib/gradwire/plugins "$g2dir"; then
+  if [ ! -f "$g2dir/ours.json" ]; then
+    echo "G2 peer NOT MEASURED: gw_gpu_g2 wrote no dump (no CUDA device?)"
+  elif ! command -v python3 >/dev/null; then
+    echo "G2 peer NOT MEASURED: python3 is not installed; our figures above stand alone"
+  else
+    python3 tests/gpu/g2_torch_topk.py "$g2dir" || status=1
+  fi
+else
+  echo "G2 FAILED (see the lines above)"
+  status=1
+fi
+rm -rf "$g2dir"
 # ---- end of G2 -------------------------------------------------------------------------------------
 
 echo "== done in $((SECONDS - start)) s, status $status"
