@@ -12,9 +12,11 @@ pkgs=(
   abigail-tools                                 # abidw / abidiff ABI baseline
   openmpi-bin libopenmpi-dev                    # MPI_Allreduce benchmark peer
   libeigen3-dev                                 # dense math of `gradwire train`
+  zlib1g-dev                                    # `gradwire train` reads the gzip-compressed IDX files
   dataset-fashion-mnist                         # the training data set
   clang libclang-rt-14-dev                      # libFuzzer targets
-  iproute2                                      # network namespaces for the one-machine cluster
+  iproute2 iputils-ping                         # network namespaces for the one-machine cluster
+  python3-torch                                 # PyTorch DDP, the peer of benchmark T1
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -34,5 +34,6 @@ void add_plugins_command(CLI::App& app, int& exit_code);
 void add_config_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
+void add_train_command(CLI::App& app, int& exit_code);
 
 }  // namespace gwcli

@@ -1,0 +1,140 @@
+#include "trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+namespace gwtrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The epoch's order of the training images: Fisher-Yates driven by mt19937_64 (std::shuffle's algorithm
+// is up to the standard library), the same on every rank.
+std::vector<uint32_t> permutation(uint32_t n, uint64_t seed, uint32_t epoch) {
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::mt19937_64 gen(seed ^ (0x9e3779b97f4a7c15ull * (uint64_t(epoch) + 1)));
+  for (uint32_t i = n; i > 1; --i) {
+    const uint32_t j = uint32_t(gen() % i);
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+void fill_batch(const Split& split, const Normalization& norm, const uint32_t* indices, uint32_t count, Matrix& x,
+                std::vector<uint8_t>& labels) {
+  const uint32_t pixels = split.pixels();
+  x.resize(pixels, count);
+  labels.resize(count);
+  const float scale = 1.0f / (255.0f * norm.std);
+  const float shift = norm.mean / norm.std;
+  for (uint32_t j = 0; j < count; ++j) {
+    const uint8_t* img = split.images.data() + size_t(indices[j]) * pixels;
+    float* col = x.col(j).data();
+    for (uint32_t p = 0; p < pixels; ++p) col[p] = float(img[p]) * scale - shift;
+    labels[j] = split.labels[indices[j]];
+  }
+}
+
+}  // namespace
+
+Normalization normalization_of(const Split& train) {
+  double sum = 0, sum_sq = 0;
+  for (uint8_t v : train.images) {
+    const double x = v / 255.0;
+    sum += x;
+    sum_sq += x * x;
+  }
+  const double n = double(train.images.size());
+  const double mean = sum / n;
+  return {float(mean), float(std::sqrt(std::max(sum_sq / n - mean * mean, 1e-12)))};
+}
+
+TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange,
+                  const std::function<void(const CurvePoint&)>& on_point) {
+  const uint32_t ranks = exchange.size(), rank = exchange.rank();
+  if (o.batch == 0 || o.batch % ranks != 0)
+    throw std::invalid_argument("the global batch (" + std::to_string(o.batch) + ") must be a positive multiple of the " +
+                                std::to_string(ranks) + " ranks, so every rank takes an equal shard");
+  if (o.epochs == 0) throw std::invalid_argument("--epochs must be at least 1");
+  if (!(o.lr > 0.0f)) throw std::invalid_argument("--lr must be positive");
+  const uint32_t n_train = o.train_limit ? std::min(o.train_limit, data.train.count) : data.train.count;
+  const uint32_t n_test = o.test_limit ? std::min(o.test_limit, data.test.count) : data.test.count;
+  const uint32_t steps_per_epoch = n_train / o.batch;  // the last partial batch is dropped
+  if (steps_per_epoch == 0)
+    throw std::invalid_argument("the global batch (" + std::to_string(o.batch) + ") is larger than the " +
+                                std::to_string(n_train) + " training images");
+  const uint64_t total_steps = uint64_t(steps_per_epoch) * o.epochs;
+  const uint32_t shard = o.batch / ranks;
+  const uint32_t evals = std::max(1u, std::min(o.evals_per_epoch, steps_per_epoch));
+
+  std::vector<uint32_t> sizes{data.train.pixels()};
+  sizes.insert(sizes.end(), o.hidden.begin(), o.hidden.end());
+  sizes.push_back(10);
+  Mlp model(sizes);
+  model.init(o.seed);
+  Sgd sgd(model.parameters().size(), o.momentum);
+  const Normalization norm = normalization_of(data.train);
+
+  // This rank's share of the test set, evaluated in chunks.
+  const uint32_t test_begin = uint32_t(uint64_t(n_test) * rank / ranks);
+  const uint32_t test_end = uint32_t(uint64_t(n_test) * (rank + 1) / ranks);
+  std::vector<uint32_t> test_indices(test_end - test_begin);
+  std::iota(test_indices.begin(), test_indices.end(), test_begin);
+
+  TrainResult result;
+  Matrix x;
+  std::vector<uint8_t> labels;
+  double loss_since = 0, train_seconds = 0;
+  uint32_t steps_since = 0;
+  uint64_t step = 0;
+  for (uint32_t epoch = 0; epoch < o.epochs; ++epoch) {
+    const std::vector<uint32_t> order = permutation(n_train, o.seed, epoch);
+    auto started = Clock::now();
+    for (uint32_t s = 0; s < steps_per_epoch; ++s, ++step) {
+      fill_batch(data.train, norm, order.data() + size_t(s) * o.batch + size_t(rank) * shard, shard, x, labels);
+      loss_since += model.compute_gradients(x, labels.data());
+      ++steps_since;
+      exchange.average_gradients(model.gradients(), model.tensors(), step);
+      const double progress = double(step) / double(total_steps);
+      const float lr = float(0.5 * o.lr * (1.0 + std::cos(M_PI * progress)));
+      sgd.step(model.parameters(), model.gradients(), lr);
+
+      // `evals` evenly spaced evaluations per epoch, the last one after the epoch's last step.
+      if (uint64_t(s + 1) * evals / steps_per_epoch == uint64_t(s) * evals / steps_per_epoch) continue;
+      train_seconds += std::chrono::duration<double>(Clock::now() - started).count();
+      // Evaluation: every rank its share of the test set, summed over ranks.
+      double counters[4] = {0, 0, loss_since, double(steps_since)};
+      for (size_t b = 0; b < test_indices.size(); b += 1000) {
+        const uint32_t n = uint32_t(std::min<size_t>(1000, test_indices.size() - b));
+        fill_batch(data.test, norm, test_indices.data() + b, n, x, labels);
+        int64_t correct = 0;
+        model.evaluate(x, labels.data(), correct, counters[1]);
+        counters[0] += double(correct);
+      }
+      exchange.sum(counters);
+      CurvePoint p;
+      p.step = step + 1;
+      p.epoch = epoch + double(s + 1) / steps_per_epoch;
+      p.seconds = train_seconds;
+      p.bytes = exchange.bytes_sent();
+      p.raw_bytes = exchange.raw_bytes();
+      p.test_accuracy = counters[0] / n_test;
+      p.test_loss = counters[1] / n_test;
+      p.train_loss = counters[2] / counters[3];
+      result.curve.push_back(p);
+      if (on_point) on_point(p);
+      loss_since = 0;
+      steps_since = 0;
+      started = Clock::now();
+    }
+  }
+  const auto params = model.parameters();
+  result.parameters.assign(params.begin(), params.end());
+  return result;
+}
+
+}  // namespace gwtrain

@@ -1,0 +1,58 @@
+// Data-parallel training of the MLP on Fashion-MNIST: every rank holds the whole data set and the same
+// initial weights; each step every rank takes its shard of the same global batch, computes the gradient
+// of its shard's mean loss, the Exchange averages the gradients, and every rank applies the same SGD step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exchange.hpp"
+#include "idx.hpp"
+#include "mlp.hpp"
+
+namespace gwtrain {
+
+struct TrainOptions {
+  std::vector<uint32_t> hidden{256, 128};
+  uint32_t epochs = 8;
+  uint32_t batch = 128;        // global batch; each of n ranks takes batch / n samples of it
+  float lr = 0.05f;            // peak learning rate, decayed along a cosine to 0 at the last step
+  float momentum = 0.9f;
+  uint64_t seed = 1;
+  uint32_t evals_per_epoch = 4;
+  uint32_t train_limit = 0;    // use only the first N training images (0: all)
+  uint32_t test_limit = 0;     // evaluate on the first N test images (0: all)
+};
+
+// One evaluation of the test set during training.
+struct CurvePoint {
+  uint64_t step = 0;
+  double epoch = 0;
+  double seconds = 0;      // training wall time so far, evaluations excluded
+  uint64_t bytes = 0;      // bytes this rank sent for gradient exchange so far
+  uint64_t raw_bytes = 0;  // what uncompressed fp32 allreduce would have sent
+  double train_loss = 0;   // mean training loss since the previous point, over all ranks
+  double test_loss = 0;
+  double test_accuracy = 0;
+};
+
+struct TrainResult {
+  std::vector<CurvePoint> curve;
+  std::vector<float> parameters;  // the final weights
+};
+
+// Per-pixel scaling of the images: (byte / 255 - mean) / std, mean and std over the training images.
+struct Normalization {
+  float mean = 0;
+  float std = 1;
+};
+Normalization normalization_of(const Split& train);
+
+// Trains and returns the curve and final weights; `on_point` sees each evaluation as it happens
+// (also on ranks other than 0). Throws std::invalid_argument for options that cannot work.
+TrainResult train(const Dataset& data, const TrainOptions& options, Exchange& exchange,
+                  const std::function<void(const CurvePoint&)>& on_point = {});
+
+}  // namespace gwtrain

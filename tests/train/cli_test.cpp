@@ -1,0 +1,107 @@
+// `gradwire train` through the built command: bad input gets a message and a non-zero exit; a short
+// run on two ranks writes its table, picture and results, and matches one rank.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Output {
+  int status;
+  std::string text;
+};
+
+Output run(const std::string& args) {
+  const std::string cmd = std::string(GW_CLI) + " train " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) text.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128, text};
+}
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("gw_train_cli_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(TrainCommand, MissingDataSet) {
+  const auto out = run("--ranks 1 --data /nonexistent/fashion --out " + temp_dir("missing").string());
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find("dataset-fashion-mnist"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("--data"), std::string::npos) << out.text;
+}
+
+TEST(TrainCommand, CorruptDataSet) {
+  const fs::path d = temp_dir("corrupt");
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                           "t10k-labels-idx1-ubyte.gz"}) {
+    gzFile f = gzopen((d / name).c_str(), "wb");
+    gzwrite(f, "\x01\x02\x03\x04", 4);
+    gzclose(f);
+  }
+  const auto out = run("--ranks 1 --data " + d.string() + " --out " + (d / "out").string());
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find("train-images-idx3-ubyte.gz: not a valid IDX file: bad magic"), std::string::npos) << out.text;
+  fs::remove_all(d);
+}
+
+TEST(TrainCommand, BadOptions) {
+  auto out = run("--configs nosuch");
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find("unknown configuration 'nosuch'"), std::string::npos) << out.text;
+  out = run("--hidden 256,x");
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find("'x' is not one"), std::string::npos) << out.text;
+  const fs::path toml = temp_dir("toml") / "bad.toml";
+  std::ofstream(toml) << "[codec]\nnmae = \"none\"\n";
+  out = run("--config " + toml.string());
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find("bad.toml:2:1: unknown key 'nmae'"), std::string::npos) << out.text;
+  out = run("--ranks 3 --batch 128 --epochs 1 --configs none");
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find("multiple of the 3 ranks"), std::string::npos) << out.text;
+}
+
+nlohmann::json short_run(int ranks, const fs::path& out) {
+  const auto r = run("--ranks " + std::to_string(ranks) +
+                     " --epochs 1 --batch 64 --hidden 64 --train-images 4096 --test-images 1000 --evals-per-epoch 2 "
+                     "--configs none --out " + out.string());
+  EXPECT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("epoch  1.00"), std::string::npos) << r.text;  // progress lines
+  EXPECT_NE(r.text.find("reference"), std::string::npos) << r.text;
+  EXPECT_TRUE(fs::exists(out / "train.svg"));
+  EXPECT_TRUE(fs::exists(out / "table.txt"));
+  std::ifstream in(out / "none.json");
+  return nlohmann::json::parse(in);
+}
+
+TEST(TrainCommand, TwoRanksTrainLikeOne) {
+  const fs::path d = temp_dir("ranks");
+  const auto two = short_run(2, d / "two");
+  const auto one = short_run(1, d / "one");
+  ASSERT_EQ(two.at("curve").size(), 2u);
+  ASSERT_EQ(one.at("curve").size(), 2u);
+  EXPECT_EQ(two.at("ranks"), 2);
+  const double acc2 = two["curve"][1]["test_accuracy"], acc1 = one["curve"][1]["test_accuracy"];
+  EXPECT_GE(acc2, 0.7);
+  // Both see the same global batches; only the order of float sums differs.
+  EXPECT_NEAR(acc2, acc1, 0.01);
+  // Ring allreduce of the fp32 gradient: each of 2 ranks sends one gradient's worth per step.
+  const double grad_bytes = 4.0 * (784 * 64 + 64 + 64 * 10 + 10);
+  EXPECT_DOUBLE_EQ(two["curve"][1]["bytes"].get<double>(), 64 * grad_bytes);
+  EXPECT_EQ(one["curve"][1]["bytes"].get<double>(), 0);
+  fs::remove_all(d);
+}
+
+}  // namespace
