@@ -9,7 +9,7 @@
 namespace gwtrain {
 namespace {
 
-constexpr double kPanelW = 420, kPanelH = 300, kLeft = 70, kTop = 40, kGap = 90, kBottom = 60, kLegendW = 200;
+constexpr double kPanelW = 420, kPanelH = 300, kLeft = 70, kTop = 40, kGap = 90, kBottom = 60, kLegendW = 270;
 const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
