@@ -6,13 +6,10 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/reduce.hpp"
 #include "comm/communicator.hpp"
+#include "comm/compressed_start.hpp"
 #include "comm/create.hpp"
 #include "core/error.hpp"
 #include "core/runtime.hpp"
-
-struct gw_comm {
-  std::unique_ptr<gw::comm::Communicator> impl;
-};
 
 namespace {
 
@@ -156,15 +153,7 @@ GW_API gw_status gw_allreduce_start(gw_comm* comm, const gw_tensor* in, gw_tenso
       gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements, out " +
                                             std::to_string(o.count) + "; allreduce needs the same count");
     copy_if_distinct(o.data, i.data, bytes_of(o));
-    Signature s{CollectiveKind::Allreduce, op, o.dtype, o.count, 0, 0};
-    const bool ring = bytes_of(o) >= c.settings().ring_threshold_bytes && o.count >= c.size();
-    void* buf = o.data;
-    const uint64_t count = o.count;
-    const gw_dtype dtype = o.dtype;
-    return start(request, c.start_collective(s, [=](gw::comm::Collective& col) -> Task {
-      return ring ? gw::coll::allreduce_ring(col, buf, count, dtype, op)
-                  : gw::coll::allreduce_recursive_doubling(col, buf, count, dtype, op);
-    }));
+    return start(request, gw::comm::start_allreduce_dense(c, o.data, o.count, o.dtype, op));
   });
 }
 

@@ -53,7 +53,9 @@ std::string Signature::describe() const {
 }
 
 struct Collective::Message {
+  uint32_t id = 0;
   bool is_recv = false;
+  bool exact = true;  // false: recv_upto, the size comes from the sender's header
   uint32_t peer = 0;
   uint32_t step = 0;
   void* data = nullptr;
@@ -88,8 +90,11 @@ unsigned char* Collective::scratch(unsigned slot, uint64_t bytes) {
   return scratch_[slot].data();
 }
 
-void Collective::send(uint32_t peer, uint32_t step, const void* data, uint64_t bytes) {
+uint32_t Collective::send(uint32_t peer, uint32_t step, const void* data, uint64_t bytes) {
   auto m = std::make_unique<Message>();
+  m->id = uint32_t(received_.size());
+  received_.push_back(0);
+  bytes_sent_ += bytes;
   m->peer = peer;
   m->step = step;
   m->data = const_cast<void*>(data);
@@ -114,12 +119,25 @@ void Collective::send(uint32_t peer, uint32_t step, const void* data, uint64_t b
   m->head = p2p_.send(peer, tag, m->staging.data(), m->staging.size());
   if (!packed) m->body = p2p_.send(peer, tag | tags::kPayload, data, bytes);
   m->body_done = packed;
+  const uint32_t id = m->id;
   pending_.push_back(std::move(m));
+  return id;
 }
 
-void Collective::recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes) {
+uint32_t Collective::recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes) {
+  return start_recv(peer, step, data, bytes, true);
+}
+
+uint32_t Collective::recv_upto(uint32_t peer, uint32_t step, void* data, uint64_t capacity) {
+  return start_recv(peer, step, data, capacity, false);
+}
+
+uint32_t Collective::start_recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes, bool exact) {
   auto m = std::make_unique<Message>();
+  m->id = uint32_t(received_.size());
+  received_.push_back(0);
   m->is_recv = true;
+  m->exact = exact;
   m->peer = peer;
   m->step = step;
   m->data = data;
@@ -129,9 +147,12 @@ void Collective::recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes) 
   m->staging.resize(sizeof(MessageHeader) + std::max(bytes <= kPackedLimit ? bytes : 0, kPackedLimit));
   const uint64_t tag = tags::collective(seq_, step);
   m->head = p2p_.recv(peer, tag, m->staging.data(), m->staging.size());
-  if (bytes > kPackedLimit) m->body = p2p_.recv(peer, tag | tags::kPayload, data, bytes);
-  m->body_done = bytes <= kPackedLimit;
+  // A receive of unknown size posts its payload receive once the header said how large it is.
+  if (exact && bytes > kPackedLimit) m->body = p2p_.recv(peer, tag | tags::kPayload, data, bytes);
+  m->body_done = !exact || bytes <= kPackedLimit;
+  const uint32_t id = m->id;
   pending_.push_back(std::move(m));
+  return id;
 }
 
 void Collective::check_header(const Message& m, uint64_t received) const {
@@ -169,10 +190,10 @@ void Collective::check_header(const Message& m, uint64_t received) const {
     diffs.push_back("root: " + std::to_string(theirs.root) + " vs " + std::to_string(signature_.root));
   if (theirs.codec_id != signature_.codec_id)
     diffs.push_back("codec id: " + std::to_string(theirs.codec_id) + " vs " + std::to_string(signature_.codec_id));
-  if (diffs.empty() && (h.step != m.step || h.bytes != m.bytes))
+  if (diffs.empty() && (h.step != m.step || (m.exact ? h.bytes != m.bytes : h.bytes > m.bytes)))
     diffs.push_back("message " + std::to_string(h.step) + " of " + std::to_string(h.bytes) + " bytes vs message " +
-                    std::to_string(m.step) + " of " + std::to_string(m.bytes) +
-                    " bytes (the ranks chose different algorithms or block sizes)");
+                    std::to_string(m.step) + " of " + (m.exact ? "" : "at most ") + std::to_string(m.bytes) +
+                    " bytes (the ranks chose different algorithms, block sizes or codec settings)");
   if (diffs.empty() && (h.flags & kPacked) && received != sizeof(h) + h.bytes)
     fail(GW_ERR_CORRUPT, "collective #" + std::to_string(seq_) + ": " + who + " sent " + std::to_string(received) +
                              " bytes where its header announces " + std::to_string(sizeof(h) + h.bytes));
@@ -195,8 +216,18 @@ bool Collective::poll_message(Message& m) {
     m.head = nullptr;
     if (m.is_recv) {
       check_header(m, received);
+      if (!m.exact) {
+        MessageHeader h;
+        std::memcpy(&h, m.staging.data(), sizeof(h));
+        m.bytes = h.bytes;
+        if (!(h.flags & kPacked)) {
+          m.body = p2p_.recv(m.peer, tags::collective(seq_, m.step) | tags::kPayload, m.data, m.bytes);
+          m.body_done = false;
+        }
+      }
       if (m.body == nullptr && m.bytes > 0)
         std::memcpy(m.data, m.staging.data() + sizeof(MessageHeader), m.bytes);
+      received_[m.id] = m.bytes;
     }
   }
   if (!m.body_done) {
@@ -234,19 +265,43 @@ void Collective::start(Task algorithm) {
   wait_started_ = std::chrono::steady_clock::now();
 }
 
+bool Collective::poll_pending() {
+  size_t kept = 0;
+  for (auto& m : pending_) {
+    if (poll_message(*m)) {
+      completed_.push_back(m->id);
+    } else {
+      pending_[kept++] = std::move(m);
+    }
+  }
+  pending_.resize(kept);
+  return pending_.empty();
+}
+
+void Collective::check() {
+  p2p_.progress();
+  poll_pending();
+}
+
+std::vector<uint32_t> Collective::take_completed() { return std::exchange(completed_, {}); }
+
+Collective::AnyAwaiter Collective::any() {
+  wait_started_ = std::chrono::steady_clock::now();
+  return AnyAwaiter{*this};
+}
+
 bool Collective::poll() {
   for (;;) {
     if (task_.done()) {
       task_.rethrow_error();
       return true;
     }
-    bool all_done = true;
-    for (auto& m : pending_) all_done = poll_message(*m) && all_done;
-    if (!all_done) {
+    const bool all_done = poll_pending();
+    if (waiting_any_ ? completed_.empty() : !all_done) {
       check_deadline();
       return false;
     }
-    pending_.clear();
+    if (!waiting_any_) completed_.clear();  // an all() algorithm never asks which completed
     auto h = std::exchange(resume_point_, {});
     if (!h) fail(GW_ERR_INTERNAL, "collective #" + std::to_string(seq_) + " has nothing to resume");
     h.resume();

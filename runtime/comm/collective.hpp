@@ -88,9 +88,34 @@ class Collective {
   const Signature& signature() const { return signature_; }
 
   // Start a message; `step` numbers the algorithm's messages so that every (peer, step) pair is unique.
-  // Buffers must stay valid until the next all() completes.
-  void send(uint32_t peer, uint32_t step, const void* data, uint64_t bytes);
-  void recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes);
+  // Buffers must stay valid until the next all() completes (or until the message's id is reported by
+  // take_completed()). Each returns the message's id: 0, 1, 2, ... in the order they were started.
+  uint32_t send(uint32_t peer, uint32_t step, const void* data, uint64_t bytes);
+  uint32_t recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes);
+  // A receive whose size only the sender knows (compressed payloads): at most `capacity` bytes; the
+  // size that arrived is received_bytes(id) once the message completed. A larger message is
+  // GW_ERR_CORRUPT naming the sender.
+  uint32_t recv_upto(uint32_t peer, uint32_t step, void* data, uint64_t capacity);
+  uint64_t received_bytes(uint32_t id) const { return received_.at(id); }
+  // Payload bytes of every message this rank started sending (headers not counted).
+  uint64_t bytes_sent() const { return bytes_sent_; }
+
+  // Pipelined algorithms: check() drives the transport and tests every message in flight without
+  // suspending; take_completed() hands over the ids completed since its last call, in completion
+  // order; `co_await c.any()` suspends until at least one message has completed that take_completed()
+  // has not reported yet.
+  void check();
+  std::vector<uint32_t> take_completed();
+  struct AnyAwaiter {
+    Collective& c;
+    bool await_ready() const { return !c.completed_.empty(); }
+    void await_suspend(std::coroutine_handle<> h) {
+      c.waiting_any_ = true;
+      c.resume_point_ = h;
+    }
+    void await_resume() const { c.waiting_any_ = false; }
+  };
+  AnyAwaiter any();
 
   // `co_await c.all()`: every message started so far has completed (headers checked).
   struct AllAwaiter {
@@ -112,8 +137,11 @@ class Collective {
 
  private:
   struct Message;
+  uint32_t start_recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes, bool exact);
   void check_header(const Message& m, uint64_t received) const;
   bool poll_message(Message& m);
+  // Tests every pending message, moving the completed ones to completed_. True when none is pending.
+  bool poll_pending();
   void check_deadline() const;
 
   PointToPoint& p2p_;
@@ -123,6 +151,10 @@ class Collective {
   Signature signature_;
   double timeout_s_;
   std::vector<std::unique_ptr<Message>> pending_;
+  std::vector<uint64_t> received_;   // by message id: payload bytes that arrived (receives)
+  std::vector<uint32_t> completed_;  // ids completed and not yet taken
+  bool waiting_any_ = false;
+  uint64_t bytes_sent_ = 0;
   std::chrono::steady_clock::time_point wait_started_;
   std::coroutine_handle<> resume_point_;
   Task task_;

@@ -64,9 +64,20 @@ gw_request* Communicator::track(std::unique_ptr<gw_request> r) {
 
 gw_request* Communicator::start_collective(const Signature& signature,
                                            const std::function<Task(Collective&)>& algorithm) {
+  return start_collective_at(next_seq_++, signature, algorithm);
+}
+
+uint32_t Communicator::reserve_sequence(uint32_t n) {
+  const uint32_t base = next_seq_;
+  next_seq_ += n;
+  return base;
+}
+
+gw_request* Communicator::start_collective_at(uint32_t seq, const Signature& signature,
+                                              const std::function<Task(Collective&)>& algorithm) {
   check_usable();
   auto r = std::make_unique<gw_request>();
-  r->collective = std::make_unique<Collective>(*p2p_, next_seq_++, signature, settings_.timeout_s);
+  r->collective = std::make_unique<Collective>(*p2p_, seq, signature, settings_.timeout_s);
   r->collective->start(algorithm(*r->collective));
   gw_request* raw = track(std::move(r));
   poll(raw);  // run up to the first wait: sends leave now

@@ -41,6 +41,7 @@ namespace gw::comm {
 struct CommSettings {
   double timeout_s = 300;                     // [runtime] timeout_s
   uint64_t ring_threshold_bytes = 64 * 1024;  // allreduce: recursive doubling below, ring from here
+  uint64_t pipeline_chunk_bytes = 1 << 20;    // compressed allreduce: f32 bytes per pipelined piece
 };
 
 class Communicator {
@@ -57,6 +58,12 @@ class Communicator {
 
   // Starts a collective: `algorithm` builds the coroutine over the Collective the communicator creates.
   gw_request* start_collective(const Signature& signature, const std::function<Task(Collective&)>& algorithm);
+  // Collectives whose start order may differ between ranks (the synchronizer's buckets, started as each
+  // becomes ready): reserve `n` sequence numbers at a point every rank passes in the same order, then
+  // start each collective at its own number base + i.
+  uint32_t reserve_sequence(uint32_t n);
+  gw_request* start_collective_at(uint32_t seq, const Signature& signature,
+                                  const std::function<Task(Collective&)>& algorithm);
   gw_request* start_send(uint32_t peer, uint32_t tag, const void* data, uint64_t bytes);
   gw_request* start_recv(uint32_t peer, uint32_t tag, void* data, uint64_t bytes);
 
@@ -100,3 +107,8 @@ class Communicator {
 };
 
 }  // namespace gw::comm
+
+// The C ABI's handle (runtime/capi/comm.cpp); the synchronizer reaches the communicator through it.
+struct gw_comm {
+  std::unique_ptr<gw::comm::Communicator> impl;
+};

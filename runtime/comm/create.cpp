@@ -36,6 +36,7 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   CommSettings settings;
   settings.timeout_s = o.timeout_s > 0 ? o.timeout_s : runtime.config().get_float("runtime", "timeout_s");
   settings.ring_threshold_bytes = uint64_t(runtime.config().get_int("collectives", "ring_threshold_bytes"));
+  settings.pipeline_chunk_bytes = uint64_t(runtime.config().get_int("collectives", "pipeline_chunk_bytes"));
 
   const ComponentRef ref = choose_transport(runtime);
   gw_transport_init init = GW_TRANSPORT_INIT_INIT;

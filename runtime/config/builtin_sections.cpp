@@ -67,6 +67,9 @@ Schema Schema::builtin() {
            {"ring_threshold_bytes", ValueType::Int, "65536",
             "Allreduce buffers of at least this many bytes use the ring (reduce-scatter + allgather), "
             "smaller ones recursive doubling.", 0, 1099511627776.0, {}},
+           {"pipeline_chunk_bytes", ValueType::Int, "1048576",
+            "Compressed allreduce: f32 bytes per pipelined piece, so that encoding, transfer and decoding "
+            "of successive pieces overlap.", 1024, 1099511627776.0, {}},
        },
        false},
       {"rules",

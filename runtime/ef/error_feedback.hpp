@@ -37,6 +37,11 @@ class ErrorFeedback {
   // The residual of a buffer (empty when the buffer has not been encoded yet).
   const std::vector<float>& residual(uint64_t buffer_id) const;
 
+  // Every residual, to roll back encodings whose result was discarded (a skipped training step).
+  using Residuals = std::map<uint64_t, std::vector<float>>;
+  const Residuals& residuals() const { return residuals_; }
+  void restore(Residuals residuals) { residuals_ = std::move(residuals); }
+
  private:
   Codec& codec_;
   std::map<uint64_t, std::vector<float>> residuals_;

@@ -293,6 +293,134 @@ GW_API gw_status gw_send(gw_comm* comm, const gw_tensor* buf, uint32_t peer, uin
 GW_API gw_status gw_recv_start(gw_comm* comm, gw_tensor* buf, uint32_t peer, uint32_t tag, gw_request** request);
 GW_API gw_status gw_recv(gw_comm* comm, gw_tensor* buf, uint32_t peer, uint32_t tag);
 
+/* Compressed allreduce: out = in summed (GW_REDUCE_SUM) or averaged (GW_REDUCE_AVG, divided once at the
+ * end) over all ranks, moving `codec`'s payloads instead of the elements. The codec's properties choose
+ * the algorithm (docs/collectives.md): summable codecs (fp16, bf16, none) a ring over encoded pieces,
+ * other dense codecs (int8, onebit) scatter-reduce-allgather, sparse codecs (topk) an allgather of the
+ * payloads summed in rank order, shared-index codecs (randomk) a dense reduction of the kept values.
+ * Every rank decodes the same final bytes, so every rank ends with the same bits. in and out are f32
+ * host tensors of one count; in == out is in place. `context` (NULL: seed 0, step 0) gives the seed and
+ * step, which every rank must pass alike; rank, world size and workspace come from the communicator.
+ * Every rank passes a codec of the same name and configuration (another codec is GW_ERR_MISMATCH). The
+ * codec and both buffers belong to the request until it completes.
+ * thread: the communicator's. */
+GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                               const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
+                                               gw_request** request);
+GW_API gw_status gw_allreduce_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                         const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
+
+/* ------------------------------------------------------------------------------------------------
+ * Synchronizer: what a trainer calls each step. The application registers its tensors once; the
+ * synchronizer fuses them into buckets ([bucket] bytes), picks each tensor's codec ([[rules]], else
+ * [codec] name; "none" exempts), keeps error feedback per bucket ([codec] error_feedback) and, at each
+ * step, does what the schedule ([schedule] name) says: average the gradients through the codec,
+ * accumulate micro-steps, average the parameters, or exchange in the background with bounded
+ * staleness. Behaviour and decisions: docs/sync.md.
+ *
+ * A synchronizer drives its communicator: while it exists, the application uses that communicator only
+ * through it (a schedule that exchanges in the background progresses it from a thread of its own
+ * between gw_sync calls). Create another communicator for the application's own collectives.
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct gw_sync gw_sync;
+
+typedef struct gw_sync_options {
+  uint32_t struct_size;
+  gw_runtime* runtime; /* required: the configuration and plugins (codec, schedule, bucket, rules) */
+  uint32_t flags;      /* reserved, 0 */
+} gw_sync_options;
+
+#define GW_SYNC_OPTIONS_INIT {(uint32_t)sizeof(gw_sync_options), NULL, 0u}
+
+/* All buckets, where a function takes a bucket index. */
+#define GW_SYNC_ALL_BUCKETS 0xffffffffu
+
+/* gw_sync_step flags */
+enum {
+  GW_SYNC_APPLY = 1u << 0,                /* the optimizer should apply this step's gradients */
+  GW_SYNC_GRADIENTS_AVERAGED = 1u << 1,   /* the gradients were replaced by an average across ranks */
+  GW_SYNC_PARAMETERS_AVERAGED = 1u << 2   /* the parameters were replaced by their average across ranks */
+};
+
+/* Creates a synchronizer over `comm` with the runtime's configuration. The runtime must outlive it.
+ * thread: the communicator's. */
+GW_API gw_status gw_sync_create(gw_comm* comm, const gw_sync_options* options, gw_sync** sync);
+/* Waits for exchanges in flight, then destroys the synchronizer. thread: the communicator's. */
+GW_API gw_status gw_sync_destroy(gw_sync* sync);
+
+/* Registers a tensor, once, before gw_sync_finalize: its unique name (matched by [[rules]]), its
+ * gradient and, for schedules that average parameters (local_sgd), its parameter of the same count
+ * (NULL otherwise). f32 host tensors; the memory must stay valid while the synchronizer lives.
+ * thread: the communicator's. */
+GW_API gw_status gw_sync_register(gw_sync* sync, const char* name, const gw_tensor* gradient,
+                                  const gw_tensor* parameter);
+/* Fuses the registered tensors into buckets (registration order; tensors of different codecs never
+ * share one) and checks that every rank registered the same names, counts and dtypes in the same order:
+ * GW_ERR_MISMATCH naming the first difference otherwise, on every rank. Collective.
+ * thread: the communicator's. */
+GW_API gw_status gw_sync_finalize(gw_sync* sync);
+
+typedef struct gw_sync_bucket_info {
+  uint32_t struct_size;
+  const char* codec;    /* the bucket's codec name; valid while the synchronizer lives */
+  uint64_t count;       /* f32 elements */
+  uint32_t num_tensors;
+  uint32_t flags;       /* reserved, 0 */
+} gw_sync_bucket_info;
+
+#define GW_SYNC_BUCKET_INFO_INIT {(uint32_t)sizeof(gw_sync_bucket_info), NULL, 0u, 0u, 0u}
+
+/* After gw_sync_finalize: the number of buckets, what a bucket holds, and which bucket holds a tensor.
+ * thread: the communicator's. */
+GW_API gw_status gw_sync_bucket_count(gw_sync* sync, uint32_t* count);
+GW_API gw_status gw_sync_get_bucket_info(gw_sync* sync, uint32_t bucket, gw_sync_bucket_info* info);
+GW_API gw_status gw_sync_tensor_bucket(gw_sync* sync, const char* name, uint32_t* bucket);
+
+/* Optional, during a step: the gradients of `bucket` are final, so its exchange may start now and
+ * overlap the rest of the backward pass. Nonblocking; buckets complete in any order. Every rank must
+ * make the same calls in a step it later skips (the same trainer code does).
+ * thread: the communicator's. */
+GW_API gw_status gw_sync_bucket_ready(gw_sync* sync, uint32_t bucket);
+/* Ends a step: runs the schedule (starting every exchange not started yet) and returns once the
+ * gradients (and parameters) are final. *flags (may be NULL) holds GW_SYNC_* bits: apply the optimizer
+ * only with GW_SYNC_APPLY (not on a micro-step that only accumulated). Collective.
+ * thread: the communicator's. */
+GW_API gw_status gw_sync_step(gw_sync* sync, uint32_t* flags);
+/* Instead of gw_sync_step: this step is skipped (e.g. an fp16 loss-scale overflow) and nothing counts
+ * it. Exchanges gw_sync_bucket_ready started are completed and discarded, and their error-feedback
+ * residuals rolled back. Every rank skips the same steps. thread: the communicator's. */
+GW_API gw_status gw_sync_skip_step(gw_sync* sync);
+
+/* Checkpoint: one versioned blob with the schedule's counters, every bucket's error-feedback residual
+ * and accumulator (keyed by its tensors' names and counts) and the results of background exchanges in
+ * flight (this call waits for them). With buf NULL only sets *size; a capacity below the size is
+ * GW_ERR_BUFFER_TOO_SMALL. thread: the communicator's. */
+GW_API gw_status gw_sync_save_state(gw_sync* sync, void* buf, uint64_t capacity, uint64_t* size);
+/* Restores a blob gw_sync_save_state wrote, after gw_sync_finalize, so the run continues exactly. A
+ * damaged blob is GW_ERR_CORRUPT, another version GW_ERR_VERSION, another schedule, codec or tensor
+ * layout GW_ERR_MISMATCH naming the difference; the state is then unchanged.
+ * thread: the communicator's. */
+GW_API gw_status gw_sync_load_state(gw_sync* sync, const void* buf, uint64_t size);
+
+typedef struct gw_sync_stats {
+  uint32_t struct_size;
+  uint64_t raw_bytes;        /* f32 bytes of the tensors exchanged (gradients, accumulators, parameters) */
+  uint64_t wire_bytes;       /* payload bytes this rank sent for them */
+  double compression_ratio;  /* what an uncompressed ring allreduce of the same data sends from this rank,
+                                2 (n - 1) / n * raw_bytes, over wire_bytes; 1 when nothing was sent */
+  double encode_seconds;     /* in the codec's encode (error feedback included) */
+  double transfer_seconds;   /* exchanges in flight, less encoding and decoding */
+  double decode_seconds;
+  uint64_t steps;            /* steps counted (skipped ones excluded) */
+  uint64_t syncs;            /* exchanges of this bucket (all buckets: summed) */
+} gw_sync_stats;
+
+#define GW_SYNC_STATS_INIT {(uint32_t)sizeof(gw_sync_stats), 0u, 0u, 1.0, 0.0, 0.0, 0.0, 0u, 0u}
+
+/* Accounting of one bucket, or of all with GW_SYNC_ALL_BUCKETS. thread: the communicator's. */
+GW_API gw_status gw_sync_get_stats(gw_sync* sync, uint32_t bucket, gw_sync_stats* stats);
+
 GW_EXTERN_C_END
 
 #endif /* GRADWIRE_GRADWIRE_H */

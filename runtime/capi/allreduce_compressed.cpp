@@ -1,0 +1,78 @@
+// gw_allreduce_compressed_start / gw_allreduce_compressed of the C ABI.
+#include <gradwire/gradwire.h>
+
+#include <cstring>
+
+#include "codec/codec.hpp"
+#include "collectives/compressed.hpp"
+#include "comm/compressed_start.hpp"
+#include "comm/communicator.hpp"
+#include "core/error.hpp"
+
+namespace {
+
+const gw_tensor& f32_host(const gw_tensor* t, const char* what) {
+  gw::require_struct(t, t ? t->struct_size : 0, sizeof(gw_tensor), what);
+  if (t->memory != GW_MEMORY_HOST)
+    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + ": the compressed allreduce takes host memory only");
+  if (t->dtype != GW_DTYPE_F32)
+    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + " is " + gw_dtype_name(t->dtype) +
+                                     "; the compressed allreduce reduces f32 tensors (use gw_allreduce for others)");
+  if (t->count > 0 && t->data == nullptr) gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->data is NULL");
+  return *t;
+}
+
+}  // namespace
+
+extern "C" {
+
+GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                               const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
+                                               gw_request** request) {
+  return gw::guard([&] {
+    gw::require(comm, "comm");
+    gw::require(codec, "codec");
+    gw::require(request, "request (output)");
+    *request = nullptr;
+    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+    if (context != nullptr) {
+      gw::require_struct(context, context->struct_size, sizeof(gw_codec_context), "context");
+      ctx.seed = context->seed;
+      ctx.step = context->step;
+    }
+    const gw_tensor& i = f32_host(in, "in");
+    const gw_tensor& o = f32_host(out, "out");
+    if (i.count != o.count)
+      gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements, out " +
+                                            std::to_string(o.count) + "; allreduce needs the same count");
+    if (op != GW_REDUCE_SUM && op != GW_REDUCE_AVG)
+      gw::fail(GW_ERR_UNSUPPORTED, std::string("the compressed allreduce sums or averages; op ") +
+                                       gw::comm::op_name(op) + " needs gw_allreduce");
+    if (o.data != i.data && o.count > 0) std::memmove(o.data, i.data, o.count * 4);
+    gw::coll::CompressedArgs a;
+    a.codec = codec->impl.get();
+    a.ctx = ctx;
+    a.buf = static_cast<float*>(o.data);
+    a.count = o.count;
+    a.op = op;
+    *request = gw::comm::start_allreduce_compressed(*comm->impl, a);
+    return GW_OK;
+  });
+}
+
+GW_API gw_status gw_allreduce_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                         const gw_tensor* in, gw_tensor* out, gw_reduce_op op) {
+  return gw::guard([&] {
+    gw_request* r = nullptr;
+    const gw_status st = gw_allreduce_compressed_start(comm, codec, context, in, out, op, &r);
+    if (st != GW_OK) return st;
+    gw::comm::Communicator& c = *comm->impl;
+    const gw_status done = c.wait(r, -1.0);
+    const std::string error = r->error;
+    c.free(r);
+    if (done != GW_OK) gw::fail(done, error);
+    return GW_OK;
+  });
+}
+
+}  // extern "C"

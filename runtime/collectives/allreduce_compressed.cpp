@@ -1,0 +1,163 @@
+#include <algorithm>
+#include <chrono>
+
+#include "collectives/compressed.hpp"
+#include "collectives/pipeline.hpp"
+#include "core/error.hpp"
+
+namespace gw::coll {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+gw_tensor f32_tensor(const float* data, uint64_t count) {
+  gw_tensor t = GW_TENSOR_INIT;
+  t.data = const_cast<float*>(data);
+  t.count = count;
+  return t;
+}
+
+// The largest message number a collective can use (comm::tags::kStepBits).
+constexpr uint64_t kMaxMessages = uint64_t{1} << comm::tags::kStepBits;
+
+}  // namespace
+
+const char* compressed_algorithm_name(CompressedAlgorithm a) {
+  switch (a) {
+    case CompressedAlgorithm::Local: return "local";
+    case CompressedAlgorithm::SummableRing: return "summable ring";
+    case CompressedAlgorithm::ScatterReduceAllgather: return "scatter-reduce-allgather";
+    case CompressedAlgorithm::SparseAllgather: return "sparse allgather";
+    case CompressedAlgorithm::SparseDense: return "sparse, dense ring";
+    case CompressedAlgorithm::SharedIndices: return "shared indices";
+  }
+  return "?";
+}
+
+CodecOps::CodecOps(Codec& codec, ErrorFeedback* ef, const gw_codec_context& ctx, uint32_t rank, uint32_t world_size)
+    : codec_(codec), ef_(ef), ctx_(ctx) {
+  ctx_.struct_size = sizeof(gw_codec_context);
+  ctx_.rank = rank;
+  ctx_.world_size = world_size;
+  ctx_.workspace = nullptr;
+  ctx_.workspace_bytes = 0;
+}
+
+gw_codec_context CodecOps::context_for(uint64_t offset) const {
+  // Each piece draws its own random stream (random-k coordinates, stochastic rounding); every rank
+  // derives the same one from the shared seed and the piece's offset.
+  gw_codec_context c = ctx_;
+  c.seed ^= offset * 0x9e3779b97f4a7c15ull;
+  return c;
+}
+
+uint64_t CodecOps::max_payload(uint64_t count) { return codec_.max_payload_size(GW_DTYPE_F32, count); }
+
+uint64_t CodecOps::encode(uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity) {
+  const auto start = Clock::now();
+  const gw_tensor t = f32_tensor(x, count);
+  const gw_codec_context c = context_for(offset);
+  const uint64_t size = ef_ ? ef_->encode(offset, c, t, payload, capacity) : codec_.encode(c, t, payload, capacity);
+  encode_seconds_ += since(start);
+  return size;
+}
+
+void CodecOps::decode(uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count,
+                      bool accumulate) {
+  const auto start = Clock::now();
+  gw_tensor t = f32_tensor(out, count);
+  codec_.decode(context_for(offset), payload, size, t, accumulate ? uint32_t(GW_DECODE_ACCUMULATE) : 0u);
+  decode_seconds_ += since(start);
+}
+
+Pieces split_even(uint64_t begin, uint64_t count, uint64_t n) {
+  Pieces p;
+  uint64_t offset = begin;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t c = count / n + (i < count % n ? 1 : 0);
+    p.offset.push_back(offset);
+    p.count.push_back(c);
+    offset += c;
+  }
+  return p;
+}
+
+uint64_t piece_count(uint64_t count, uint64_t chunk_elements, uint64_t messages_per_piece) {
+  const uint64_t wanted = std::max<uint64_t>(1, (count + chunk_elements - 1) / std::max<uint64_t>(1, chunk_elements));
+  return std::max<uint64_t>(1, std::min(wanted, (kMaxMessages - 1) / std::max<uint64_t>(1, messages_per_piece)));
+}
+
+CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements) {
+  const uint32_t flags = codec.properties().flags;
+  if (world_size == 1) return CompressedAlgorithm::Local;
+  if (flags & GW_CODEC_SHARED_INDICES) return CompressedAlgorithm::SharedIndices;
+  if (flags & GW_CODEC_SPARSE) {
+    // Every rank receives the others' payloads (n - 1 of them) where a dense ring allreduce receives
+    // 2 (n - 1) / n of the f32 buffer: gather while n payloads weigh at most twice the dense buffer.
+    // Decided from the codec's worst-case size, so every rank decides alike without asking the others.
+    const Pieces pieces = split_even(0, count, piece_count(count, chunk_elements, 1));
+    uint64_t payload = 0;
+    for (uint64_t c : pieces.count) payload += codec.max_payload_size(GW_DTYPE_F32, c);
+    return payload * world_size <= 2 * 4 * count ? CompressedAlgorithm::SparseAllgather
+                                                 : CompressedAlgorithm::SparseDense;
+  }
+  if (flags & GW_CODEC_SUMMABLE) return CompressedAlgorithm::SummableRing;
+  return CompressedAlgorithm::ScatterReduceAllgather;
+}
+
+Task allreduce_compressed(Collective& c, CompressedArgs a) {
+  CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size());
+  const uint64_t chunk = std::max<uint64_t>(1, a.chunk_elements);
+  if (a.count > 0) {
+    switch (choose_compressed(*a.codec, a.count, c.size(), chunk)) {
+      case CompressedAlgorithm::Local: co_await allreduce_local(ops, a.buf, a.count, a.op, chunk); break;
+      case CompressedAlgorithm::SummableRing:
+        co_await allreduce_summable_ring(c, ops, a.buf, a.count, a.op, chunk);
+        break;
+      case CompressedAlgorithm::ScatterReduceAllgather:
+        co_await allreduce_scatter_reduce_allgather(c, ops, a.buf, a.count, a.op, chunk);
+        break;
+      case CompressedAlgorithm::SparseAllgather:
+        co_await allreduce_sparse_allgather(c, ops, a.buf, a.count, a.op, chunk);
+        break;
+      case CompressedAlgorithm::SparseDense:
+        co_await allreduce_sparse_dense(c, ops, a.buf, a.count, a.op, chunk, a.ring_threshold_bytes);
+        break;
+      case CompressedAlgorithm::SharedIndices:
+        co_await allreduce_shared_indices(c, ops, a.buf, a.count, a.op, chunk, a.ring_threshold_bytes);
+        break;
+    }
+  }
+  if (a.stats) {
+    a.stats->raw_bytes += 4 * a.count;
+    a.stats->wire_bytes += c.bytes_sent();
+    a.stats->encode_seconds += ops.encode_seconds();
+    a.stats->decode_seconds += ops.decode_seconds();
+  }
+}
+
+Task allreduce_local(CodecOps& ops, float* buf, uint64_t count, gw_reduce_op, uint64_t chunk_elements) {
+  const Pieces pieces = split_even(0, count, piece_count(count, chunk_elements, 1));
+  PayloadBuffer payload;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    float* x = buf + pieces.offset[i];
+    payload.reserve(ops.max_payload(pieces.count[i]));
+    payload.size = ops.encode(pieces.offset[i], x, pieces.count[i], payload.data.get(), payload.capacity);
+    ops.decode(pieces.offset[i], payload.data.get(), payload.size, x, pieces.count[i], false);
+  }
+  co_return;  // avg over one rank is the value itself
+}
+
+Task allreduce_dense(Collective& c, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,
+                     uint64_t ring_threshold_bytes) {
+  const bool ring = count * gw_dtype_size(dtype) >= ring_threshold_bytes && count >= c.size();
+  if (ring) {
+    co_await allreduce_ring(c, buf, count, dtype, op);
+  } else {
+    co_await allreduce_recursive_doubling(c, buf, count, dtype, op);
+  }
+}
+
+}  // namespace gw::coll

@@ -1,0 +1,93 @@
+#include <cstring>
+#include <string>
+
+#include "codec/wire.hpp"
+#include "collectives/compressed.hpp"
+#include "collectives/pipeline.hpp"
+#include "collectives/reduce.hpp"
+#include "core/error.hpp"
+
+namespace gw::coll {
+namespace {
+
+// A GW_CODEC_SHARED_INDICES body is laid out like random-k's (docs/wire-format.md): a 24-byte preamble
+// with the value format at byte 0 (0 f32, 1 f16) and k at bytes 4..7, then the k values in coordinate
+// order. Every rank that encoded with the same seed, step and count selected the same coordinates, so
+// summing the value arrays elementwise sums the sparse vectors.
+constexpr uint64_t kPreamble = 24;
+
+uint32_t le32(const unsigned char* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
+
+struct Values {
+  uint64_t k = 0;
+  const unsigned char* data = nullptr;
+  bool half = false;
+};
+
+Values parse(const std::string& codec, const PayloadBuffer& payload) {
+  const unsigned char* body = payload.data.get() + GW_WIRE_HEADER_SIZE;
+  const uint64_t length = payload.size - GW_WIRE_HEADER_SIZE;
+  Values v;
+  if (length >= kPreamble && body[0] <= 1) {
+    v.half = body[0] == 1;
+    v.k = le32(body + 4);
+    v.data = body + kPreamble;
+    if (length == kPreamble + v.k * (v.half ? 2 : 4)) return v;
+  }
+  fail(GW_ERR_UNSUPPORTED, "codec '" + codec + "' declares GW_CODEC_SHARED_INDICES but its body is not laid out as "
+                           "random-k's (24-byte preamble, value format at byte 0, k at byte 4, then the values); "
+                           "the compressed allreduce cannot reduce its values");
+}
+
+}  // namespace
+
+// For codecs whose ranks all select the same coordinates (random-k with the shared seed): each piece is
+// encoded, the k values of every piece are reduced as one dense f32 array (the dense allreduce), and
+// each piece's payload is rewritten with the summed values in f32 and decoded on every rank. The values
+// are a small fraction of the buffer, so the pieces are not pipelined.
+Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+                              uint64_t chunk_elements, uint64_t ring_threshold_bytes) {
+  const Pieces pieces = split_even(0, count, piece_count(count, chunk_elements, 1));
+  std::vector<PayloadBuffer> payloads(pieces.size());
+  std::vector<uint64_t> first(pieces.size() + 1, 0);  // piece i's values at [first[i], first[i + 1])
+  std::vector<float> values;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    PayloadBuffer& p = payloads[i];
+    p.reserve(ops.max_payload(pieces.count[i]));
+    p.size = ops.encode(pieces.offset[i], buf + pieces.offset[i], pieces.count[i], p.data.get(), p.capacity);
+    const Values v = parse(ops.codec().name(), p);
+    for (uint64_t j = 0; j < v.k; ++j) {
+      if (v.half) {
+        values.push_back(half_to_float(uint16_t(v.data[2 * j] | v.data[2 * j + 1] << 8)));
+      } else {
+        float f;
+        std::memcpy(&f, v.data + 4 * j, 4);
+        values.push_back(f);
+      }
+    }
+    first[i + 1] = values.size();
+  }
+  co_await allreduce_dense(c, values.data(), values.size(), GW_DTYPE_F32, GW_REDUCE_SUM, ring_threshold_bytes);
+
+  PayloadBuffer summed;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const uint64_t k = first[i + 1] - first[i];
+    const uint64_t length = kPreamble + 4 * k;
+    summed.reserve(GW_WIRE_HEADER_SIZE + length);
+    unsigned char* body = summed.data.get() + GW_WIRE_HEADER_SIZE;
+    std::memcpy(body, payloads[i].data.get() + GW_WIRE_HEADER_SIZE, kPreamble);
+    body[0] = 0;  // the sums travel back as f32, whatever the encoder's value format
+    std::memcpy(body + kPreamble, values.data() + first[i], 4 * k);
+    wire::Header h;
+    h.codec_id = ops.codec().id();
+    h.dtype = GW_DTYPE_F32;
+    h.count = pieces.count[i];
+    h.body_length = length;
+    wire::write_header(summed.data.get(), h);
+    summed.size = GW_WIRE_HEADER_SIZE + length;
+    ops.decode(pieces.offset[i], summed.data.get(), summed.size, buf + pieces.offset[i], pieces.count[i], false);
+    if (op == GW_REDUCE_AVG) divide(buf + pieces.offset[i], pieces.count[i], GW_DTYPE_F32, c.size());
+  }
+}
+
+}  // namespace gw::coll

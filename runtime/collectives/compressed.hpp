@@ -1,0 +1,110 @@
+// Compressed allreduce: the algorithms that move encoded payloads instead of raw elements, one per file,
+// written against comm::Collective like the dense ones. The codec's properties pick the algorithm
+// (choose_compressed); every path ends with every rank decoding the same bytes, so all ranks hold
+// bit-identical results. Inputs are f32 in host memory, reduced in place; op is sum or avg (avg divides
+// once, after the last decode). Behaviour and the reasons for each choice: docs/collectives.md.
+#pragma once
+
+#include <gradwire/gradwire.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "codec/codec.hpp"
+#include "collectives/algorithms.hpp"
+#include "ef/error_feedback.hpp"
+
+namespace gw::coll {
+
+enum class CompressedAlgorithm {
+  Local,                   // one rank: decode(encode(x)) through the same error feedback
+  SummableRing,            // fp16, bf16, none: ring over encoded pieces, decode-add-re-encode per hop
+  ScatterReduceAllgather,  // int8, onebit: owners sum decoded contributions in rank order, encode once
+  SparseAllgather,         // topk: every rank's payloads to every rank, summed in rank order
+  SparseDense,             // topk when the gathered payloads would outweigh a dense ring allreduce
+  SharedIndices,           // randomk: the k values of every chunk reduced densely, then decoded
+};
+const char* compressed_algorithm_name(CompressedAlgorithm a);
+
+// What one compressed allreduce costs this rank.
+struct CompressedStats {
+  uint64_t raw_bytes = 0;   // f32 bytes reduced
+  uint64_t wire_bytes = 0;  // payload bytes this rank sent (wire headers included)
+  double encode_seconds = 0;
+  double decode_seconds = 0;
+};
+
+struct CompressedArgs {
+  Codec* codec = nullptr;
+  ErrorFeedback* ef = nullptr;  // around `codec`, or nullptr; residuals keyed by each chunk's element offset
+  gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+  float* buf = nullptr;
+  uint64_t count = 0;
+  gw_reduce_op op = GW_REDUCE_SUM;
+  uint64_t chunk_elements = 1 << 18;        // pipelining granularity ([collectives] pipeline_chunk_bytes / 4)
+  uint64_t ring_threshold_bytes = 64 << 10;  // the dense allreduce's choice ([collectives] ring_threshold_bytes)
+  CompressedStats* stats = nullptr;         // filled when the collective completes; may be nullptr
+};
+
+// The algorithm every rank will run for this codec, count and world size (a pure function of them).
+CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements);
+
+// The whole compressed allreduce of args.buf, in place.
+Task allreduce_compressed(Collective& c, CompressedArgs args);
+
+// The dense allreduce gw_allreduce runs: the ring from ring_threshold_bytes on (and at least one element
+// per rank), recursive doubling below.
+Task allreduce_dense(Collective& c, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,
+                     uint64_t ring_threshold_bytes);
+
+// Encoding and decoding as the compressed algorithms see them: f32 pieces identified by their element
+// offset, error feedback applied to every encoding this rank makes, time accounted.
+class CodecOps {
+ public:
+  CodecOps(Codec& codec, ErrorFeedback* ef, const gw_codec_context& ctx, uint32_t rank, uint32_t world_size);
+
+  uint64_t max_payload(uint64_t count);
+  // Encodes x[0, count) (the piece at element `offset`) into payload; returns the payload's size.
+  uint64_t encode(uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity);
+  void decode(uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count, bool accumulate);
+
+  Codec& codec() { return codec_; }
+  double encode_seconds() const { return encode_seconds_; }
+  double decode_seconds() const { return decode_seconds_; }
+
+ private:
+  gw_codec_context context_for(uint64_t offset) const;
+
+  Codec& codec_;
+  ErrorFeedback* ef_;
+  gw_codec_context ctx_;
+  double encode_seconds_ = 0;
+  double decode_seconds_ = 0;
+};
+
+// A buffer cut into pieces for pipelining: piece i covers elements [offset[i], offset[i] + count[i]).
+struct Pieces {
+  std::vector<uint64_t> offset;
+  std::vector<uint64_t> count;
+  size_t size() const { return offset.size(); }
+};
+// Cuts [begin, begin + count) into `n` pieces whose sizes differ by at most one.
+Pieces split_even(uint64_t begin, uint64_t count, uint64_t n);
+// How many pieces of at most `chunk_elements` a run of `count` elements needs (at least 1), limited so
+// that `messages_per_piece` messages per piece fit into a collective's message numbers.
+uint64_t piece_count(uint64_t count, uint64_t chunk_elements, uint64_t messages_per_piece);
+
+// The algorithms (one file each), over a CodecOps that lives as long as they run.
+Task allreduce_local(CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op, uint64_t chunk_elements);
+Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+                             uint64_t chunk_elements);
+Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+                                        uint64_t chunk_elements);
+Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+                                uint64_t chunk_elements);
+Task allreduce_sparse_dense(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+                            uint64_t chunk_elements, uint64_t ring_threshold_bytes);
+Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+                              uint64_t chunk_elements, uint64_t ring_threshold_bytes);
+
+}  // namespace gw::coll

@@ -1,0 +1,21 @@
+#include "comm/compressed_start.hpp"
+
+namespace gw::comm {
+
+gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs a, std::optional<uint32_t> seq) {
+  a.chunk_elements = std::max<uint64_t>(1, comm.settings().pipeline_chunk_bytes / 4);
+  a.ring_threshold_bytes = comm.settings().ring_threshold_bytes;
+  const Signature s{CollectiveKind::Allreduce, a.op, GW_DTYPE_F32, a.count, 0, a.codec->id()};
+  const auto algorithm = [a](Collective& c) { return coll::allreduce_compressed(c, a); };
+  return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
+}
+
+gw_request* start_allreduce_dense(Communicator& comm, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,
+                                  std::optional<uint32_t> seq) {
+  const Signature s{CollectiveKind::Allreduce, op, dtype, count, 0, 0};
+  const uint64_t threshold = comm.settings().ring_threshold_bytes;
+  const auto algorithm = [=](Collective& c) { return coll::allreduce_dense(c, buf, count, dtype, op, threshold); };
+  return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
+}
+
+}  // namespace gw::comm

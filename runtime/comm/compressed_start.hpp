@@ -1,0 +1,22 @@
+// Starting a compressed allreduce on a communicator: the C ABI and the synchronizer share this.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "collectives/compressed.hpp"
+#include "comm/communicator.hpp"
+
+namespace gw::comm {
+
+// Starts allreduce_compressed(args) with the communicator's pipelining and ring settings; the message
+// headers carry the codec's id, so ranks with another codec fail with GW_ERR_MISMATCH. `seq`: a number
+// from Communicator::reserve_sequence, or the next one.
+gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs args,
+                                       std::optional<uint32_t> seq = std::nullopt);
+
+// Starts the dense allreduce of gw_allreduce (in place).
+gw_request* start_allreduce_dense(Communicator& comm, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,
+                                  std::optional<uint32_t> seq = std::nullopt);
+
+}  // namespace gw::comm

@@ -1,0 +1,616 @@
+#include "sync/synchronizer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "collectives/algorithms.hpp"
+#include "comm/compressed_start.hpp"
+#include "core/error.hpp"
+
+namespace gw::sync {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The dense allreduce of an exempt ("none") bucket or of the parameters, with its bytes booked.
+comm::Task dense_average(comm::Collective& c, float* buf, uint64_t count, uint64_t threshold,
+                         coll::CompressedStats* stats) {
+  co_await coll::allreduce_dense(c, buf, count, GW_DTYPE_F32, GW_REDUCE_AVG, threshold);
+  stats->raw_bytes += 4 * count;
+  stats->wire_bytes += c.bytes_sent();
+}
+
+gw_request* start_dense_average(comm::Communicator& comm, float* buf, uint64_t count, coll::CompressedStats* stats,
+                                std::optional<uint32_t> seq) {
+  const comm::Signature s{comm::CollectiveKind::Allreduce, GW_REDUCE_AVG, GW_DTYPE_F32, count, 0, 0};
+  const uint64_t threshold = comm.settings().ring_threshold_bytes;
+  const auto algorithm = [=](comm::Collective& c) { return dense_average(c, buf, count, threshold, stats); };
+  return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
+}
+
+// Runs a collective to completion on the calling thread.
+void run_blocking(comm::Communicator& comm, gw_request* r, const std::string& what) {
+  const gw_status st = comm.wait(r, -1.0);
+  const std::string error = r->error;
+  comm.free(r);
+  if (st != GW_OK) fail(st, what + ": " + error);
+}
+
+void add_into(float* acc, const float* x, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+
+// The registration list as bytes every rank can compare: name, NUL, dtype, count, has-parameter.
+std::string serialize(const std::vector<TensorEntry>& tensors) {
+  std::string s;
+  for (const TensorEntry& t : tensors) {
+    s += t.name;
+    s.push_back('\0');
+    s += std::to_string(int(t.gradient.dtype)) + "," + std::to_string(t.gradient.count) + "," +
+         (t.parameter ? "1" : "0");
+    s.push_back('\0');
+  }
+  return s;
+}
+
+std::vector<std::string> split_nul(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] == '\0') {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
+std::string entry_text(const std::vector<std::string>& fields, size_t tensor) {
+  if (2 * tensor + 1 >= fields.size()) return "nothing";
+  const std::string& meta = fields[2 * tensor + 1];
+  const size_t a = meta.find(','), b = meta.rfind(',');
+  const gw_dtype dtype = gw_dtype(std::stoi(meta.substr(0, a)));
+  return "'" + fields[2 * tensor] + "' (" + gw_dtype_name(dtype) + ", " + meta.substr(a + 1, b - a - 1) +
+         " elements" + (meta.substr(b + 1) == "1" ? ", with parameter" : "") + ")";
+}
+
+}  // namespace
+
+Synchronizer::Synchronizer(comm::Communicator& comm, const Runtime& runtime) : comm_(comm), runtime_(runtime) {
+  const config::Config& cfg = runtime.config();
+  default_codec_ = cfg.get_string("codec", "name");
+  error_feedback_ = cfg.get_bool("codec", "error_feedback");
+  seed_ = uint64_t(cfg.get_int("codec", "seed"));
+  bucket_bytes_ = uint64_t(cfg.get_int("bucket", "bytes"));
+  for (const auto& node : cfg.rules()) {
+    const toml::table& t = *node.as_table();
+    rules_.push_back(Rule{*t.get("match")->value<std::string>(), uint64_t(*t.get("max_bytes")->value<int64_t>()),
+                          *t.get("codec")->value<std::string>()});
+  }
+  schedule_ = std::make_unique<Schedule>(
+      runtime.registry().find(GW_COMPONENT_SCHEDULE, cfg.get_string("schedule", "name")), cfg);
+  progress_thread_ = std::thread([this] { progress_loop(); });
+}
+
+Synchronizer::~Synchronizer() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  progress_thread_.join();
+  // Exchanges still in flight are collectives the other ranks take part in: finish them.
+  for (auto& b : buckets_)
+    if (b.early && b.early->request) comm_.wait(b.early->request, -1.0), comm_.free(b.early->request);
+  for (auto& [slot, exchanges] : slots_)
+    for (auto& e : exchanges)
+      if (e->request) comm_.wait(e->request, -1.0), comm_.free(e->request);
+}
+
+void Synchronizer::progress_loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    bool active = false;
+    for (const auto& [slot, exchanges] : slots_)
+      for (const auto& e : exchanges) active = active || (e->request && e->request->status == GW_IN_PROGRESS);
+    if (!active) {
+      wake_.wait(lock);
+      continue;
+    }
+    try {
+      comm_.progress();
+    } catch (const Error&) {
+      // A transport failure surfaces when the exchange is waited for.
+    }
+    wake_.wait_for(lock, std::chrono::microseconds(200));
+  }
+}
+
+void Synchronizer::require_finalized(const char* what) const {
+  if (!finalized_)
+    fail(GW_ERR_STATE, std::string(what) + " needs gw_sync_finalize first (register every tensor, then finalize)");
+}
+
+void Synchronizer::register_tensor(const std::string& name, const gw_tensor& gradient, const gw_tensor* parameter) {
+  if (finalized_)
+    fail(GW_ERR_STATE, "gw_sync_register('" + name + "') after gw_sync_finalize; register every tensor before");
+  if (name.empty()) fail(GW_ERR_INVALID_ARGUMENT, "the tensor name is empty; give every tensor a unique name");
+  for (const TensorEntry& t : tensors_)
+    if (t.name == name) fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "' is registered twice; names must be unique");
+  auto check = [&](const gw_tensor& t, const char* what) {
+    if (t.memory != GW_MEMORY_HOST)
+      fail(GW_ERR_UNSUPPORTED, "tensor '" + name + "': the " + what + " is not in host memory; the synchronizer "
+                               "takes host tensors (copy device gradients to the host first)");
+    if (t.dtype != GW_DTYPE_F32)
+      fail(GW_ERR_UNSUPPORTED, "tensor '" + name + "': the " + what + " is " + gw_dtype_name(t.dtype) +
+                                   "; the synchronizer takes f32 tensors");
+    if (t.count > 0 && t.data == nullptr)
+      fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "': the " + what + "'s data is NULL");
+  };
+  check(gradient, "gradient");
+  TensorEntry e;
+  e.name = name;
+  e.gradient = gradient;
+  if (parameter) {
+    check(*parameter, "parameter");
+    if (parameter->count != gradient.count)
+      fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "': the parameter has " + std::to_string(parameter->count) +
+                                        " elements and the gradient " + std::to_string(gradient.count) +
+                                        "; they must match");
+    e.parameter = *parameter;
+  }
+  tensors_.push_back(std::move(e));
+}
+
+void Synchronizer::finalize() {
+  if (finalized_) fail(GW_ERR_STATE, "gw_sync_finalize was already called");
+  if (tensors_.empty()) fail(GW_ERR_STATE, "gw_sync_finalize: no tensor is registered; gw_sync_register them first");
+  for (TensorEntry& t : tensors_) t.codec = codec_for(rules_, t.name, 4 * t.gradient.count, default_codec_);
+  const auto lists = assign_buckets(tensors_, bucket_bytes_);
+  for (const auto& list : lists) {
+    Bucket b;
+    b.codec_name = tensors_[list.front()].codec;
+    if (b.codec_name != "none") {
+      auto it = codecs_.find(b.codec_name);
+      if (it == codecs_.end()) it = codecs_.emplace(b.codec_name, runtime_.make_codec(b.codec_name)).first;
+      b.codec = it->second.get();
+      if (error_feedback_ && !(b.codec->properties().flags & GW_CODEC_LOSSLESS))
+        b.ef = std::make_unique<ErrorFeedback>(*b.codec);
+    }
+    b.tensors = list;
+    for (uint32_t i : list) b.count += tensors_[i].gradient.count;
+    buckets_.push_back(std::move(b));
+  }
+  check_registrations();
+  seq_base_ = comm_.reserve_sequence(uint32_t(buckets_.size()));
+  finalized_ = true;
+}
+
+// Every rank gathers every rank's registration list and compares it with rank 0's, so every rank
+// reports the same first difference.
+void Synchronizer::check_registrations() {
+  const uint32_t n = comm_.size();
+  const std::string mine = serialize(tensors_);
+  std::vector<uint64_t> lengths(n);
+  lengths[comm_.rank()] = mine.size();
+  {
+    const coll::Blocks blocks = coll::blocks_of(std::vector<uint64_t>(n, 8), 1);
+    void* buf = lengths.data();
+    const comm::Signature s{comm::CollectiveKind::Allgather, GW_REDUCE_SUM, GW_DTYPE_U8, 8, 0, 0};
+    run_blocking(comm_, comm_.start_collective(s, [=](comm::Collective& c) { return coll::allgatherv_ring(c, buf, blocks); }),
+                 "gw_sync_finalize: gathering the registrations");
+  }
+  uint64_t total = 0;
+  for (uint64_t l : lengths) total += l;
+  std::string all(total, '\0');
+  const coll::Blocks blocks = coll::blocks_of(lengths, 1);
+  if (!mine.empty()) std::memcpy(blocks.at(all.data(), comm_.rank()), mine.data(), mine.size());
+  {
+    void* buf = all.data();
+    const comm::Signature s{comm::CollectiveKind::Allgatherv, GW_REDUCE_SUM, GW_DTYPE_U8, total, 0, 0};
+    run_blocking(comm_, comm_.start_collective(s, [=](comm::Collective& c) { return coll::allgatherv_ring(c, buf, blocks); }),
+                 "gw_sync_finalize: gathering the registrations");
+  }
+  const auto reference = split_nul(all.substr(0, lengths[0]));
+  for (uint32_t r = 1; r < n; ++r) {
+    const auto theirs = split_nul(all.substr(blocks.offset[r], lengths[r]));
+    if (theirs == reference) continue;
+    size_t i = 0;
+    while (2 * i + 1 < reference.size() && 2 * i + 1 < theirs.size() && reference[2 * i] == theirs[2 * i] &&
+           reference[2 * i + 1] == theirs[2 * i + 1])
+      ++i;
+    fail(GW_ERR_MISMATCH, "gw_sync_finalize: the ranks registered different tensors. Tensor #" + std::to_string(i) +
+                              ": rank 0 registered " + entry_text(reference, i) + ", rank " + std::to_string(r) +
+                              " registered " + entry_text(theirs, i) + " (rank 0 has " +
+                              std::to_string(reference.size() / 2) + " tensors, rank " + std::to_string(r) + " " +
+                              std::to_string(theirs.size() / 2) +
+                              "). Every rank must register the same names, counts and dtypes in the same order.");
+  }
+}
+
+uint32_t Synchronizer::bucket_count() const {
+  require_finalized("gw_sync_bucket_count");
+  return uint32_t(buckets_.size());
+}
+
+Synchronizer::Bucket& Synchronizer::bucket_at(uint32_t bucket) {
+  if (bucket >= buckets_.size())
+    fail(GW_ERR_INVALID_ARGUMENT, "bucket " + std::to_string(bucket) + " does not exist (there are " +
+                                      std::to_string(buckets_.size()) + ")");
+  return buckets_[bucket];
+}
+
+gw_sync_bucket_info Synchronizer::bucket_info(uint32_t bucket) const {
+  require_finalized("gw_sync_bucket_info");
+  const Bucket& b = const_cast<Synchronizer*>(this)->bucket_at(bucket);
+  gw_sync_bucket_info info = GW_SYNC_BUCKET_INFO_INIT;
+  info.codec = b.codec_name.c_str();
+  info.count = b.count;
+  info.num_tensors = uint32_t(b.tensors.size());
+  return info;
+}
+
+uint32_t Synchronizer::tensor_bucket(const std::string& name) const {
+  require_finalized("gw_sync_tensor_bucket");
+  for (const TensorEntry& t : tensors_)
+    if (t.name == name) return t.bucket;
+  fail(GW_ERR_NOT_FOUND, "no tensor named '" + name + "' is registered");
+}
+
+// ---- the plan of a step -------------------------------------------------------------------------
+
+Synchronizer::Plan Synchronizer::dry_run() {
+  // The schedule decides from its counters alone, so running on_step with recording callbacks and
+  // restoring the counters tells what the real call will do, before the gradients are final.
+  Plan plan;
+  gw_schedule_runtime rt{};
+  rt.struct_size = sizeof rt;
+  rt.ctx = &plan;
+  rt.step = steps_;
+  rt.world_size = comm_.size();
+  rt.sync_gradients = [](void* p) { static_cast<Plan*>(p)->sync_gradients = true; return GW_OK; };
+  rt.accumulate_gradients = [](void* p) { static_cast<Plan*>(p)->accumulate = true; return GW_OK; };
+  rt.sync_accumulated = [](void* p) { static_cast<Plan*>(p)->sync_accumulated = true; return GW_OK; };
+  rt.sync_parameters = [](void*) { return GW_OK; };
+  rt.start_gradient_exchange = [](void* p, uint64_t slot) { static_cast<Plan*>(p)->start_slot = slot; return GW_OK; };
+  rt.finish_gradient_exchange = [](void*, uint64_t) { return GW_OK; };
+  rt.keep_local = [](void*) { return GW_OK; };
+  const std::vector<unsigned char> saved = schedule_->save();
+  schedule_->on_step(rt);
+  schedule_->load(saved.data(), saved.size());
+  return plan;
+}
+
+const Synchronizer::Plan& Synchronizer::plan() {
+  if (!plan_) plan_ = dry_run();
+  return *plan_;
+}
+
+// ---- exchanges ----------------------------------------------------------------------------------
+
+void Synchronizer::pack_gradients(const Bucket& b, float* out) const {
+  for (uint32_t i : b.tensors) {
+    const TensorEntry& t = tensors_[i];
+    if (t.gradient.count > 0) std::memcpy(out + t.offset, t.gradient.data, 4 * t.gradient.count);
+  }
+}
+
+void Synchronizer::unpack_gradients(const Bucket& b, const float* in) {
+  for (uint32_t i : b.tensors) {
+    const TensorEntry& t = tensors_[i];
+    if (t.gradient.count > 0) std::memcpy(t.gradient.data, in + t.offset, 4 * t.gradient.count);
+  }
+}
+
+std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool accumulated, bool after_accumulate) {
+  Bucket& b = buckets_[bucket];
+  auto e = std::make_unique<Exchange>();
+  e->data.resize(b.count);
+  float* x = e->data.data();
+  if (accumulated) {
+    // The same float operations whether or not this step's gradients were already added, so an
+    // exchange started early by bucket_ready averages exactly what sync_accumulated would.
+    b.accumulator.resize(b.count, 0.0f);
+    const float m = float(after_accumulate ? micro_steps_ : micro_steps_ + 1);
+    if (after_accumulate) {
+      for (uint64_t i = 0; i < b.count; ++i) x[i] = b.accumulator[i] / m;
+    } else {
+      pack_gradients(b, x);
+      for (uint64_t i = 0; i < b.count; ++i) x[i] = (b.accumulator[i] + x[i]) / m;
+    }
+  } else {
+    pack_gradients(b, x);
+  }
+  e->started = Clock::now();
+  const uint32_t seq = seq_base_ + bucket;
+  if (b.codec) {
+    coll::CompressedArgs a;
+    a.codec = b.codec;
+    a.ef = b.ef.get();
+    a.ctx.seed = seed_ + bucket;
+    a.ctx.step = b.exchanges;
+    a.buf = x;
+    a.count = b.count;
+    a.op = GW_REDUCE_AVG;
+    a.stats = &e->stats;
+    e->request = comm::start_allreduce_compressed(comm_, a, seq);
+  } else {
+    e->request = start_dense_average(comm_, x, b.count, &e->stats, seq);
+  }
+  ++b.exchanges;
+  return e;
+}
+
+std::unique_ptr<Exchange> Synchronizer::early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate) {
+  Bucket& b = buckets_[bucket];
+  b.rollback.reset();
+  if (b.early) return std::move(b.early);
+  return start_exchange(bucket, accumulated, after_accumulate);
+}
+
+void Synchronizer::start_early(uint32_t bucket, bool accumulated) {
+  Bucket& b = buckets_[bucket];
+  Rollback rb;
+  rb.exchanges = b.exchanges;
+  if (b.ef) rb.residuals = b.ef->residuals();
+  b.rollback = std::move(rb);
+  b.early = start_exchange(bucket, accumulated, false);
+}
+
+void Synchronizer::finish(uint32_t bucket, Exchange& e) {
+  Bucket& b = buckets_[bucket];
+  if (e.request == nullptr) return;  // finished before (a restored checkpoint, or save_state)
+  const gw_status st = comm_.wait(e.request, -1.0);
+  const std::string error = e.request->error;
+  comm_.free(e.request);
+  e.request = nullptr;
+  if (st != GW_OK)
+    fail(st, "bucket " + std::to_string(bucket) + " (" + b.codec_name + ", " + std::to_string(b.count) +
+                 " elements): " + error);
+  Accounting& a = b.accounting;
+  const double wall = std::chrono::duration<double>(Clock::now() - e.started).count();
+  a.raw_bytes += e.stats.raw_bytes;
+  a.wire_bytes += e.stats.wire_bytes;
+  a.encode_seconds += e.stats.encode_seconds;
+  a.decode_seconds += e.stats.decode_seconds;
+  a.transfer_seconds += std::max(0.0, wall - e.stats.encode_seconds - e.stats.decode_seconds);
+  ++a.syncs;
+}
+
+// ---- the schedule's callbacks ------------------------------------------------------------------
+
+void Synchronizer::do_sync_gradients(StepContext& ctx) {
+  std::vector<std::unique_ptr<Exchange>> running;
+  for (uint32_t b = 0; b < buckets_.size(); ++b) running.push_back(early_or_start(b, false, false));
+  for (uint32_t b = 0; b < buckets_.size(); ++b) {
+    finish(b, *running[b]);
+    unpack_gradients(buckets_[b], running[b]->data.data());
+  }
+  ctx.flags |= GW_SYNC_GRADIENTS_AVERAGED;
+}
+
+void Synchronizer::do_accumulate(StepContext& ctx) {
+  for (Bucket& b : buckets_) {
+    b.accumulator.resize(b.count, 0.0f);
+    for (uint32_t i : b.tensors) {
+      const TensorEntry& t = tensors_[i];
+      add_into(b.accumulator.data() + t.offset, static_cast<const float*>(t.gradient.data), t.gradient.count);
+    }
+  }
+  ++micro_steps_;
+  ctx.accumulated = true;
+}
+
+void Synchronizer::do_sync_accumulated(StepContext& ctx) {
+  if (micro_steps_ == 0 && !ctx.accumulated)
+    fail(GW_ERR_STATE, "schedule '" + schedule_->name() + "' synchronized the accumulator before accumulating anything");
+  std::vector<std::unique_ptr<Exchange>> running;
+  for (uint32_t b = 0; b < buckets_.size(); ++b) running.push_back(early_or_start(b, true, ctx.accumulated));
+  for (uint32_t b = 0; b < buckets_.size(); ++b) {
+    finish(b, *running[b]);
+    unpack_gradients(buckets_[b], running[b]->data.data());
+    std::fill(buckets_[b].accumulator.begin(), buckets_[b].accumulator.end(), 0.0f);
+  }
+  micro_steps_ = 0;
+  ctx.synced_accumulated = true;
+  ctx.flags |= GW_SYNC_GRADIENTS_AVERAGED;
+}
+
+void Synchronizer::do_sync_parameters(StepContext& ctx) {
+  for (const TensorEntry& t : tensors_)
+    if (!t.parameter)
+      fail(GW_ERR_STATE, "schedule '" + schedule_->name() + "' averages parameters but tensor '" + t.name +
+                             "' was registered without one; pass its parameter to gw_sync_register");
+  std::vector<std::unique_ptr<Exchange>> running;
+  for (Bucket& b : buckets_) {
+    auto e = std::make_unique<Exchange>();
+    e->data.resize(b.count);
+    for (uint32_t i : b.tensors) {
+      const TensorEntry& t = tensors_[i];
+      if (t.parameter->count > 0) std::memcpy(e->data.data() + t.offset, t.parameter->data, 4 * t.parameter->count);
+    }
+    e->started = Clock::now();
+    e->request = start_dense_average(comm_, e->data.data(), b.count, &e->stats, std::nullopt);
+    running.push_back(std::move(e));
+  }
+  for (uint32_t b = 0; b < buckets_.size(); ++b) {
+    finish(b, *running[b]);
+    for (uint32_t i : buckets_[b].tensors) {
+      const TensorEntry& t = tensors_[i];
+      if (t.parameter->count > 0)
+        std::memcpy(t.parameter->data, running[b]->data.data() + t.offset, 4 * t.parameter->count);
+    }
+  }
+  ctx.flags |= GW_SYNC_PARAMETERS_AVERAGED;
+}
+
+void Synchronizer::do_start_exchange(StepContext&, uint64_t slot) {
+  if (slots_.count(slot))
+    fail(GW_ERR_STATE, "schedule '" + schedule_->name() + "' started exchange " + std::to_string(slot) + " twice");
+  std::vector<std::unique_ptr<Exchange>> running;
+  for (uint32_t b = 0; b < buckets_.size(); ++b) running.push_back(early_or_start(b, false, false));
+  slots_[slot] = std::move(running);
+}
+
+void Synchronizer::do_finish_exchange(StepContext& ctx, uint64_t slot) {
+  auto it = slots_.find(slot);
+  if (it == slots_.end())
+    fail(GW_ERR_STATE, "schedule '" + schedule_->name() + "' finished exchange " + std::to_string(slot) +
+                           ", which was never started (or was finished already)");
+  for (uint32_t b = 0; b < buckets_.size(); ++b) {
+    finish(b, *it->second[b]);
+    unpack_gradients(buckets_[b], it->second[b]->data.data());
+  }
+  slots_.erase(it);
+  ctx.flags |= GW_SYNC_GRADIENTS_AVERAGED;
+}
+
+gw_schedule_runtime Synchronizer::runtime_for(StepContext& ctx) {
+  // C callbacks: an error is kept in the context and its status returned through the plugin.
+  using Fn = void (Synchronizer::*)(StepContext&);
+  static constexpr auto call = [](void* p, Fn fn) -> gw_status {
+    auto& c = *static_cast<StepContext*>(p);
+    try {
+      (c.self->*fn)(c);
+      return GW_OK;
+    } catch (const Error& e) {
+      c.error = e;
+      return e.status();
+    } catch (const std::exception& e) {
+      c.error = Error(GW_ERR_INTERNAL, std::string("internal error: ") + e.what());
+      return GW_ERR_INTERNAL;
+    }
+  };
+  static constexpr auto call_slot = [](void* p, void (Synchronizer::*fn)(StepContext&, uint64_t),
+                                       uint64_t slot) -> gw_status {
+    auto& c = *static_cast<StepContext*>(p);
+    try {
+      (c.self->*fn)(c, slot);
+      return GW_OK;
+    } catch (const Error& e) {
+      c.error = e;
+      return e.status();
+    } catch (const std::exception& e) {
+      c.error = Error(GW_ERR_INTERNAL, std::string("internal error: ") + e.what());
+      return GW_ERR_INTERNAL;
+    }
+  };
+  gw_schedule_runtime rt{};
+  rt.struct_size = sizeof rt;
+  rt.ctx = &ctx;
+  rt.step = steps_;
+  rt.world_size = comm_.size();
+  rt.sync_gradients = [](void* p) { return call(p, &Synchronizer::do_sync_gradients); };
+  rt.accumulate_gradients = [](void* p) { return call(p, &Synchronizer::do_accumulate); };
+  rt.sync_accumulated = [](void* p) { return call(p, &Synchronizer::do_sync_accumulated); };
+  rt.sync_parameters = [](void* p) { return call(p, &Synchronizer::do_sync_parameters); };
+  rt.start_gradient_exchange = [](void* p, uint64_t slot) {
+    return call_slot(p, &Synchronizer::do_start_exchange, slot);
+  };
+  rt.finish_gradient_exchange = [](void* p, uint64_t slot) {
+    return call_slot(p, &Synchronizer::do_finish_exchange, slot);
+  };
+  rt.keep_local = [](void*) { return GW_OK; };
+  return rt;
+}
+
+// ---- steps --------------------------------------------------------------------------------------
+
+void Synchronizer::bucket_ready(uint32_t bucket) {
+  require_finalized("gw_sync_bucket_ready");
+  Bucket& b = bucket_at(bucket);
+  if (b.early) return;  // already started this step
+  const Plan& p = plan();
+  if (p.sync_gradients || p.start_slot) {
+    start_early(bucket, false);
+  } else if (p.sync_accumulated) {
+    start_early(bucket, true);
+  }
+  // Otherwise this step sends no gradients (a micro-step, a local step): nothing to start.
+}
+
+void Synchronizer::end_step() {
+  plan_.reset();
+  seq_base_ = comm_.reserve_sequence(uint32_t(buckets_.size()));
+}
+
+uint32_t Synchronizer::step() {
+  require_finalized("gw_sync_step");
+  plan();
+  StepContext ctx{this};
+  const gw_schedule_runtime rt = runtime_for(ctx);
+  try {
+    schedule_->on_step(rt);
+  } catch (const Error&) {
+    if (ctx.error) throw *ctx.error;
+    throw;
+  }
+  for (uint32_t b = 0; b < buckets_.size(); ++b)
+    if (buckets_[b].early)
+      fail(GW_ERR_INTERNAL, "schedule '" + schedule_->name() + "' did not use the exchange of bucket " +
+                                std::to_string(b) + " its dry run announced; its on_step must depend on its saved "
+                                "state only");
+  if (!(ctx.accumulated && !ctx.synced_accumulated)) ctx.flags |= GW_SYNC_APPLY;
+  ++steps_;
+  for (Bucket& b : buckets_) ++b.accounting.steps;
+  end_step();
+  return ctx.flags;
+}
+
+void Synchronizer::skip_step() {
+  require_finalized("gw_sync_skip_step");
+  bool started = false;
+  for (const Bucket& b : buckets_) started = started || b.early != nullptr;
+  if (started) {
+    // The other ranks started the same buckets: start the rest alike, so every rank completes the same
+    // collectives, then drop the results and undo what the encodings changed.
+    const Plan& p = plan();
+    for (uint32_t b = 0; b < buckets_.size(); ++b)
+      if (!buckets_[b].early) start_early(b, !(p.sync_gradients || p.start_slot));
+    for (uint32_t b = 0; b < buckets_.size(); ++b) {
+      Bucket& bk = buckets_[b];
+      finish(b, *bk.early);
+      bk.early.reset();
+      bk.exchanges = bk.rollback->exchanges;
+      if (bk.ef && bk.rollback->residuals) bk.ef->restore(std::move(*bk.rollback->residuals));
+      bk.rollback.reset();
+    }
+  }
+  schedule_->step_skipped();
+  end_step();
+}
+
+gw_sync_stats Synchronizer::stats(uint32_t bucket) const {
+  require_finalized("gw_sync_get_stats");
+  Accounting total;
+  const auto add = [&](const Accounting& a) {
+    total.raw_bytes += a.raw_bytes;
+    total.wire_bytes += a.wire_bytes;
+    total.encode_seconds += a.encode_seconds;
+    total.transfer_seconds += a.transfer_seconds;
+    total.decode_seconds += a.decode_seconds;
+    total.syncs += a.syncs;
+  };
+  if (bucket == GW_SYNC_ALL_BUCKETS) {
+    for (const Bucket& b : buckets_) add(b.accounting);
+    total.steps = steps_;
+  } else {
+    const Bucket& b = const_cast<Synchronizer*>(this)->bucket_at(bucket);
+    add(b.accounting);
+    total.steps = b.accounting.steps;
+  }
+  gw_sync_stats s = GW_SYNC_STATS_INIT;
+  s.raw_bytes = total.raw_bytes;
+  s.wire_bytes = total.wire_bytes;
+  const uint32_t n = comm_.size();
+  const double dense = n > 1 ? 2.0 * double(n - 1) / double(n) * double(total.raw_bytes) : 0.0;
+  s.compression_ratio = total.wire_bytes > 0 ? dense / double(total.wire_bytes) : 1.0;
+  s.encode_seconds = total.encode_seconds;
+  s.transfer_seconds = total.transfer_seconds;
+  s.decode_seconds = total.decode_seconds;
+  s.steps = total.steps;
+  s.syncs = total.syncs;
+  return s;
+}
+
+}  // namespace gw::sync

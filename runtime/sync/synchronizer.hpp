@@ -1,0 +1,195 @@
+// The synchronizer behind gw_sync: registered tensors fused into buckets, each bucket with its codec and
+// error feedback, and the runtime side of the schedule (gw_schedule_runtime) that averages gradients,
+// accumulates micro-steps, averages parameters or exchanges in the background. docs/sync.md.
+#pragma once
+
+#include <gradwire/gradwire.h>
+#include <gradwire/plugin.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codec/codec.hpp"
+#include "collectives/compressed.hpp"
+#include "comm/communicator.hpp"
+#include "core/error.hpp"
+#include "core/runtime.hpp"
+#include "ef/error_feedback.hpp"
+#include "sync/schedule.hpp"
+
+namespace gw::sync {
+
+struct Rule {
+  std::string match;
+  uint64_t max_bytes = 0;  // 0: any size
+  std::string codec;
+};
+
+struct TensorEntry {
+  std::string name;
+  gw_tensor gradient = GW_TENSOR_INIT;
+  std::optional<gw_tensor> parameter;
+  std::string codec;
+  uint32_t bucket = 0;
+  uint64_t offset = 0;  // in the bucket, elements
+};
+
+// `*` matches any run of characters, `?` one character.
+bool glob_match(const std::string& pattern, const std::string& name);
+// The codec of a tensor: the first rule whose glob and size match, else `fallback`.
+std::string codec_for(const std::vector<Rule>& rules, const std::string& name, uint64_t bytes,
+                      const std::string& fallback);
+// Buckets in registration order: each codec has one open bucket that a tensor joins while the bucket is
+// empty or stays within `bucket_bytes`; otherwise the tensor opens a new one. Sets each tensor's bucket
+// and offset; returns the buckets' tensor indices.
+std::vector<std::vector<uint32_t>> assign_buckets(std::vector<TensorEntry>& tensors, uint64_t bucket_bytes);
+
+struct Accounting {
+  uint64_t raw_bytes = 0;
+  uint64_t wire_bytes = 0;
+  double encode_seconds = 0;
+  double transfer_seconds = 0;
+  double decode_seconds = 0;
+  uint64_t steps = 0;
+  uint64_t syncs = 0;
+};
+
+// One bucket's averaging in flight (or finished and not yet applied).
+struct Exchange {
+  std::vector<float> data;
+  gw_request* request = nullptr;  // nullptr once finished
+  coll::CompressedStats stats;
+  std::chrono::steady_clock::time_point started;
+};
+
+class Synchronizer {
+ public:
+  Synchronizer(comm::Communicator& comm, const Runtime& runtime);
+  ~Synchronizer();
+  Synchronizer(const Synchronizer&) = delete;
+  Synchronizer& operator=(const Synchronizer&) = delete;
+
+  void register_tensor(const std::string& name, const gw_tensor& gradient, const gw_tensor* parameter);
+  void finalize();
+
+  uint32_t bucket_count() const;
+  gw_sync_bucket_info bucket_info(uint32_t bucket) const;
+  uint32_t tensor_bucket(const std::string& name) const;
+
+  void bucket_ready(uint32_t bucket);
+  uint32_t step();
+  void skip_step();
+
+  std::vector<unsigned char> save_state();
+  void load_state(const unsigned char* data, uint64_t size);
+
+  gw_sync_stats stats(uint32_t bucket) const;
+
+ private:
+  // What a discarded early exchange changed, to undo it (gw_sync_skip_step).
+  struct Rollback {
+    std::optional<ErrorFeedback::Residuals> residuals;
+    uint64_t exchanges = 0;
+  };
+  struct Bucket {
+    std::string codec_name;
+    Codec* codec = nullptr;  // nullptr: "none", the dense allreduce
+    std::unique_ptr<ErrorFeedback> ef;
+    std::vector<uint32_t> tensors;
+    uint64_t count = 0;
+    std::vector<float> accumulator;         // accumulate schedule; empty until first used
+    uint64_t exchanges = 0;                 // started so far: the codec context's step, alike on every rank
+    std::unique_ptr<Exchange> early;        // started by bucket_ready in this step
+    std::optional<Rollback> rollback;       // the state before this step's early start
+    Accounting accounting;
+  };
+  // What the schedule will do this step, from a dry run of on_step on a copy of its state.
+  struct Plan {
+    bool sync_gradients = false;
+    bool accumulate = false;
+    bool sync_accumulated = false;
+    std::optional<uint64_t> start_slot;
+  };
+  // Callbacks of gw_schedule_runtime.
+  struct StepContext {
+    Synchronizer* self;
+    uint32_t flags = 0;
+    bool accumulated = false;
+    bool synced_accumulated = false;
+    std::optional<Error> error;
+  };
+
+  void require_finalized(const char* what) const;
+  Bucket& bucket_at(uint32_t bucket);
+  const Plan& plan();
+  Plan dry_run();
+
+  void pack_gradients(const Bucket& b, float* out) const;
+  void unpack_gradients(const Bucket& b, const float* in);
+  // Starts averaging bucket `bucket`: its gradients, or (accumulated) the accumulator plus, unless
+  // already added (after_accumulate), this step's gradients, divided by the micro-steps.
+  std::unique_ptr<Exchange> start_exchange(uint32_t bucket, bool accumulated, bool after_accumulate);
+  // The early exchange of this step, or a new one.
+  std::unique_ptr<Exchange> early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate);
+  void start_early(uint32_t bucket, bool accumulated);
+  // Waits for an exchange and books its cost.
+  void finish(uint32_t bucket, Exchange& e);
+
+  // gw_schedule_runtime callbacks, run inside on_step.
+  void do_sync_gradients(StepContext& ctx);
+  void do_accumulate(StepContext& ctx);
+  void do_sync_accumulated(StepContext& ctx);
+  void do_sync_parameters(StepContext& ctx);
+  void do_start_exchange(StepContext& ctx, uint64_t slot);
+  void do_finish_exchange(StepContext& ctx, uint64_t slot);
+  gw_schedule_runtime runtime_for(StepContext& ctx);
+
+  void end_step();
+  void progress_loop();
+  void check_registrations();
+
+  comm::Communicator& comm_;
+  const Runtime& runtime_;
+  std::map<std::string, std::unique_ptr<Codec>> codecs_;
+  std::unique_ptr<Schedule> schedule_;
+  std::string default_codec_;
+  bool error_feedback_ = false;
+  uint64_t seed_ = 0;
+  uint64_t bucket_bytes_ = 0;
+  std::vector<Rule> rules_;
+
+  std::vector<TensorEntry> tensors_;
+  std::vector<Bucket> buckets_;
+  bool finalized_ = false;
+
+  uint64_t steps_ = 0;        // steps counted (the schedule's view)
+  uint64_t micro_steps_ = 0;  // accumulated since the last sync_accumulated
+  uint32_t seq_base_ = 0;     // this step's reserved sequence numbers, one per bucket
+  std::optional<Plan> plan_;
+  std::map<uint64_t, std::vector<std::unique_ptr<Exchange>>> slots_;  // background exchanges, one per bucket
+
+  // Background progress for exchanges that outlive a step (async schedules).
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread progress_thread_;
+
+
+ public:
+  std::mutex& mutex() { return mutex_; }
+  // Called by the C ABI with the mutex held, after each call: let the progress thread look again.
+  void notify() { wake_.notify_all(); }
+};
+
+}  // namespace gw::sync
+
+struct gw_sync {
+  std::unique_ptr<gw::sync::Synchronizer> impl;
+};

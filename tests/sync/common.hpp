@@ -1,0 +1,116 @@
+// Shared by the rank programs of tests/sync: failing loudly, deterministic inputs, runtime and
+// communicator setup from a TOML text, and the cross-rank identity check. C ABI only.
+#pragma once
+
+#include <gradwire/gradwire.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace synctest {
+
+inline int g_rank = 0;
+inline int g_size = 1;
+inline gw_comm* g_comm = nullptr;  // destroyed before an expected error exits, so failure notices leave
+
+[[noreturn]] inline void die(const std::string& what) {
+  std::printf("FAIL rank %d: %s\n", g_rank, what.c_str());
+  std::fflush(stdout);
+  std::exit(1);
+}
+
+inline void check(gw_status st, const std::string& what) {
+  if (st != GW_OK) die(what + ": " + gw_status_string(st) + ": " + gw_last_error());
+}
+
+// A case that must fail with `expected` on every rank: prints the message for the driver and exits 0.
+[[noreturn]] inline void expect_error(gw_status st, gw_status expected, const std::string& doing) {
+  if (st == expected) {
+    std::printf("EXPECTED-ERROR %s %s\n", gw_status_string(st), gw_last_error());
+    std::fflush(stdout);
+    if (g_comm) gw_comm_destroy(g_comm);
+    std::exit(0);
+  }
+  die(doing + ": expected " + gw_status_string(expected) + ", got " + gw_status_string(st) + ": " + gw_last_error());
+}
+
+inline uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+// A value in [-1, 1) that depends on (seed, rank, i) only.
+inline float uniform(uint64_t seed, int rank, uint64_t i) {
+  const uint64_t h = mix(seed * 0x9e3779b97f4a7c15ull + uint64_t(rank) * 0x632be59bd9b4e019ull + i);
+  return float(double(h >> 40) / double(1ull << 23) - 1.0);
+}
+
+// A small integer in [-8, 8]: sums and averages over a few ranks are exact in f32 in any order.
+inline float small_int(uint64_t seed, int rank, uint64_t i) {
+  return float(int(mix(seed * 31 + uint64_t(rank) * 1000003 + i) % 17) - 8);
+}
+
+inline gw_tensor f32(float* data, uint64_t count) {
+  gw_tensor t = GW_TENSOR_INIT;
+  t.data = data;
+  t.count = count;
+  return t;
+}
+
+inline uint64_t fnv1a(const void* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
+  return h;
+}
+
+// Every rank must hold the same bytes: gather their hashes and compare.
+inline void check_identical(gw_comm* comm, const void* data, size_t bytes, const std::string& what) {
+  uint64_t mine = fnv1a(data, bytes);
+  std::vector<uint64_t> all(g_size);
+  gw_tensor in = GW_TENSOR_INIT, out = GW_TENSOR_INIT;
+  in.dtype = out.dtype = GW_DTYPE_I64;
+  in.data = &mine;
+  in.count = 1;
+  out.data = all.data();
+  out.count = all.size();
+  check(gw_allgather(comm, &in, &out), what + ": allgather of result hashes");
+  for (int r = 0; r < g_size; ++r)
+    if (all[r] != all[0]) die(what + ": rank " + std::to_string(r) + "'s result differs from rank 0's");
+}
+
+inline gw_runtime* make_runtime(const std::string& toml) {
+  const char* timeout = std::getenv("MP_TIMEOUT_S");
+  const std::string text = "[runtime]\ntimeout_s = " + std::string(timeout ? timeout : "60") + "\n" + toml;
+  gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+  ro.config_text = text.c_str();
+  ro.flags = GW_RUNTIME_NO_ENV_OVERRIDES;
+  gw_runtime* rt = nullptr;
+  check(gw_runtime_create(&ro, &rt), "gw_runtime_create with\n" + text);
+  return rt;
+}
+
+inline gw_comm* make_comm(gw_runtime* rt) {
+  gw_comm_options co = GW_COMM_OPTIONS_INIT;
+  gw_comm* comm = nullptr;
+  check(gw_comm_create(rt, &co, &comm), "gw_comm_create");
+  if (gw_comm_rank(comm) != uint32_t(g_rank) || gw_comm_size(comm) != uint32_t(g_size))
+    die("rank/size differ from GW_RANK/GW_WORLD_SIZE");
+  g_comm = comm;
+  return comm;
+}
+
+inline void init_rank_from_env() {
+  const char* r = std::getenv("GW_RANK");
+  const char* n = std::getenv("GW_WORLD_SIZE");
+  g_rank = r ? std::atoi(r) : 0;
+  g_size = n ? std::atoi(n) : 1;
+}
+
+}  // namespace synctest

@@ -1,0 +1,54 @@
+// Drives the rank programs of tests/sync through `gradwire run -n N`: each case passes when every rank
+// printed "OK rank r" (or, for an error case, the expected error with the expected words) and the
+// launcher exited 0.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gw_test.hpp"
+
+namespace {
+
+std::string launch(int ranks, const std::string& program, const std::string& args) {
+  return std::string(GW_CLI) + " run -n " + std::to_string(ranks) + " -- " + program + " " + args;
+}
+
+// Runs `program args` on `ranks` ranks and expects every rank to finish with "OK rank r".
+void expect_ok(int ranks, const std::string& program, const std::string& args) {
+  const auto r = gwtest::run_command("MP_TIMEOUT_S=60 " + launch(ranks, program, args));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < ranks; ++rank)
+    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos)
+        << "rank " << rank << " did not finish:\n" << r.output;
+}
+
+// Expects every rank to report `status` with a message containing `words`.
+void expect_error(int ranks, const std::string& program, const std::string& args, const std::string& status,
+                  const std::string& words) {
+  const auto r = gwtest::run_command("MP_TIMEOUT_S=20 " + launch(ranks, program, args));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string prefix = "[" + std::to_string(rank) + "] EXPECTED-ERROR " + status;
+    const size_t at = r.output.find(prefix);
+    ASSERT_NE(at, std::string::npos) << "rank " << rank << " did not report " << status << ":\n" << r.output;
+    const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+    EXPECT_NE(line.find(words), std::string::npos) << line;
+  }
+}
+
+}  // namespace
+
+// ---- compressed allreduce ---------------------------------------------------------------------
+
+TEST(CompressedAllreduce, EveryCodecOnTwoRanks) { expect_ok(2, GW_COMPRESSED_RANK, "all"); }
+TEST(CompressedAllreduce, EveryCodecOnThreeRanks) { expect_ok(3, GW_COMPRESSED_RANK, "all"); }
+TEST(CompressedAllreduce, DenseAndSparseCodecsOnFiveRanks) {
+  for (const char* codec : {"fp16", "int8", "topk", "randomk"}) expect_ok(5, GW_COMPRESSED_RANK, codec);
+}
+TEST(CompressedAllreduce, OnebitAndNoneOnFourRanks) {
+  for (const char* codec : {"none", "onebit", "bf16"}) expect_ok(4, GW_COMPRESSED_RANK, codec);
+}
+TEST(CompressedAllreduce, BadArgumentsAreRefused) { expect_ok(2, GW_COMPRESSED_RANK, "errors"); }
+TEST(CompressedAllreduce, RanksWithDifferentCodecsGetAMismatch) {
+  expect_error(3, GW_COMPRESSED_RANK, "mismatch", "GW_ERR_MISMATCH", "codec id");
+}
