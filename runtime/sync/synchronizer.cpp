@@ -304,6 +304,11 @@ void Synchronizer::unpack_gradients(const Bucket& b, const float* in) {
 
 std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool accumulated, bool after_accumulate) {
   Bucket& b = buckets_[bucket];
+  // The pieces of one exchange are encoded as the data flows, so two exchanges of a bucket in flight
+  // at once would update its error-feedback residuals in an order that depends on timing. The next one
+  // starts after the previous one finished: the same bits on every run.
+  if (b.ef)
+    for (auto& [slot, exchanges] : slots_) finish(bucket, *exchanges[bucket]);
   auto e = std::make_unique<Exchange>();
   e->data.resize(b.count);
   float* x = e->data.data();
@@ -357,7 +362,7 @@ void Synchronizer::start_early(uint32_t bucket, bool accumulated) {
   b.early = start_exchange(bucket, accumulated, false);
 }
 
-void Synchronizer::finish(uint32_t bucket, Exchange& e) {
+void Synchronizer::finish(uint32_t bucket, Exchange& e, bool book) {
   Bucket& b = buckets_[bucket];
   if (e.request == nullptr) return;  // finished before (a restored checkpoint, or save_state)
   const gw_status st = comm_.wait(e.request, -1.0);
@@ -367,6 +372,7 @@ void Synchronizer::finish(uint32_t bucket, Exchange& e) {
   if (st != GW_OK)
     fail(st, "bucket " + std::to_string(bucket) + " (" + b.codec_name + ", " + std::to_string(b.count) +
                  " elements): " + error);
+  if (!book) return;
   Accounting& a = b.accounting;
   const double wall = std::chrono::duration<double>(Clock::now() - e.started).count();
   a.raw_bytes += e.stats.raw_bytes;
@@ -569,7 +575,7 @@ void Synchronizer::skip_step() {
       if (!buckets_[b].early) start_early(b, !(p.sync_gradients || p.start_slot));
     for (uint32_t b = 0; b < buckets_.size(); ++b) {
       Bucket& bk = buckets_[b];
-      finish(b, *bk.early);
+      finish(b, *bk.early, false);
       bk.early.reset();
       bk.exchanges = bk.rollback->exchanges;
       if (bk.ef && bk.rollback->residuals) bk.ef->restore(std::move(*bk.rollback->residuals));

@@ -139,8 +139,8 @@ class Synchronizer {
   // The early exchange of this step, or a new one.
   std::unique_ptr<Exchange> early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate);
   void start_early(uint32_t bucket, bool accumulated);
-  // Waits for an exchange and books its cost.
-  void finish(uint32_t bucket, Exchange& e);
+  // Waits for an exchange and books its cost (unless it is discarded).
+  void finish(uint32_t bucket, Exchange& e, bool book = true);
 
   // gw_schedule_runtime callbacks, run inside on_step.
   void do_sync_gradients(StepContext& ctx);

@@ -52,3 +52,26 @@ TEST(CompressedAllreduce, BadArgumentsAreRefused) { expect_ok(2, GW_COMPRESSED_R
 TEST(CompressedAllreduce, RanksWithDifferentCodecsGetAMismatch) {
   expect_error(3, GW_COMPRESSED_RANK, "mismatch", "GW_ERR_MISMATCH", "codec id");
 }
+
+// ---- synchronizer ------------------------------------------------------------------------------
+
+TEST(Sync, BucketsFollowSizeCodecAndRules) {
+  expect_ok(2, GW_SYNC_RANK, "buckets");
+  expect_ok(3, GW_SYNC_RANK, "buckets");
+}
+TEST(Sync, BucketsCompleteOutOfOrder) { expect_ok(3, GW_SYNC_RANK, "out-of-order"); }
+TEST(Sync, EveryStepContract) { expect_ok(3, GW_SYNC_RANK, "schedule every_step"); }
+TEST(Sync, AccumulateContract) { expect_ok(3, GW_SYNC_RANK, "schedule accumulate"); }
+TEST(Sync, LocalSgdContract) { expect_ok(3, GW_SYNC_RANK, "schedule local_sgd"); }
+TEST(Sync, AsyncStalenessIsExactlyS) { expect_ok(2, GW_SYNC_RANK, "schedule async"); }
+TEST(Sync, SkippedStepLeavesNoTrace) { expect_ok(2, GW_SYNC_RANK, "skip"); }
+TEST(Sync, SaveRestoreContinuesExactly) {
+  expect_ok(2, GW_SYNC_RANK, "save-restore async int8");
+  expect_ok(2, GW_SYNC_RANK, "save-restore accumulate topk");
+  expect_ok(3, GW_SYNC_RANK, "save-restore every_step onebit");
+  expect_ok(2, GW_SYNC_RANK, "save-restore async fp16");
+}
+TEST(Sync, BadCallsAreRefused) { expect_ok(2, GW_SYNC_RANK, "errors"); }
+TEST(Sync, DifferentRegistrationsAreAMismatch) {
+  expect_error(3, GW_SYNC_RANK, "mismatch", "GW_ERR_MISMATCH", "Tensor #1: rank 0 registered 'b'");
+}
