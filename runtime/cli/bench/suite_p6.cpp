@@ -1,0 +1,236 @@
+// P6: chunked, overlapped encode -> send -> decode against the same steps one after another, 2 ranks
+// over the UCX transport (this process is rank 0; a forked child is rank 1).
+//
+// Rank 0 holds a large f32 buffer; rank 1 ends with its decoded copy, then acknowledges.
+//   peer (serialized): rank 0 encodes the whole buffer, sends the payload; rank 1 receives it and decodes;
+//   ours (overlapped): the buffer in pieces of 1 MiB; rank 0 encodes piece i and sends it without waiting
+//     while rank 1, whose receives are all posted, decodes piece i - 1 — the compressed allreduce's
+//     pipelining (docs/collectives.md) in its simplest form.
+// Times are rank 0's, from a barrier to the acknowledgement; median of the repetitions after a warm-up.
+// ratio = serialized / overlapped (target >= 1.6: with encoding and decoding on two cores, the
+// overlapped time approaches the larger stage). extra.compression_ratio = f32 bytes / payload bytes.
+#include <gradwire/gradwire.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/bench.hpp"
+
+namespace gwcli::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check_p6(gw_status s, const std::string& what) {
+  if (s != GW_OK) throw std::runtime_error("P6: " + what + ": " + gw_last_error());
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("P6: cannot find a free port for the rendezvous");
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+gw_tensor bytes_tensor(void* data, uint64_t bytes) {
+  gw_tensor t = GW_TENSOR_INIT;
+  t.dtype = GW_DTYPE_U8;
+  t.data = data;
+  t.count = bytes;
+  return t;
+}
+
+gw_tensor f32_tensor(float* data, uint64_t count) {
+  gw_tensor t = GW_TENSOR_INIT;
+  t.data = data;
+  t.count = count;
+  return t;
+}
+
+class Rank {
+ public:
+  Rank(int rank, int port, const Options& o) : rank_(rank) {
+    gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+    if (!o.config.empty()) ro.config_path = o.config.c_str();
+    check_p6(gw_runtime_create(&ro, &rt_), "gw_runtime_create");
+    gw_comm_options co = GW_COMM_OPTIONS_INIT;
+    co.rank = rank;
+    co.world_size = 2;
+    co.local_rank = rank;
+    co.root_address = "127.0.0.1";
+    co.root_port = port;
+    co.timeout_s = 120;
+    check_p6(gw_comm_create(rt_, &co, &comm_), "gw_comm_create");
+  }
+  ~Rank() {
+    if (comm_) gw_comm_destroy(comm_);
+    if (rt_) gw_runtime_destroy(rt_);
+  }
+
+  // Times of (serialized, overlapped) per repetition for one codec, on rank 0; rank 1 returns nothing.
+  void run(const std::string& codec_name, uint64_t count, uint64_t piece, int repetitions,
+           std::vector<double>& serialized, std::vector<double>& overlapped, double& compression) {
+    gw_codec* codec = nullptr;
+    check_p6(gw_codec_create(rt_, codec_name.c_str(), &codec), "gw_codec_create " + codec_name);
+    std::vector<float> x(count);
+    if (rank_ == 0) {
+      std::mt19937 gen(42);
+      std::normal_distribution<float> d(0.0f, 1.0f);
+      for (float& v : x) v = d(gen);
+    }
+    const uint64_t pieces = (count + piece - 1) / piece;
+    uint64_t whole_size = 0, piece_size = 0;
+    check_p6(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &whole_size), "max_encoded_size");
+    check_p6(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, piece, &piece_size), "max_encoded_size");
+    std::vector<unsigned char> whole(whole_size), parts(pieces * piece_size);
+    std::vector<uint64_t> part_size(pieces);
+    for (uint64_t i = 0; i < pieces; ++i) {
+      const uint64_t n = std::min(piece, count - i * piece);
+      check_p6(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, n, &part_size[i]), "max_encoded_size");
+    }
+    compression = double(4 * count) / double(whole_size);
+    for (int rep = 0; rep <= repetitions; ++rep) {  // repetition 0 is the warm-up
+      const double s = timed([&] { serialized_once(codec, x, whole); });
+      const double p = timed([&] { overlapped_once(codec, x, parts, piece_size, part_size, piece); });
+      if (rep > 0 && rank_ == 0) {
+        serialized.push_back(s);
+        overlapped.push_back(p);
+      }
+    }
+    gw_codec_destroy(codec);
+  }
+
+ private:
+  template <class F>
+  double timed(F&& body) {
+    check_p6(gw_barrier(comm_), "barrier");
+    const auto t0 = Clock::now();
+    body();
+    uint8_t ack = 1;
+    gw_tensor t = bytes_tensor(&ack, 1);
+    check_p6(rank_ == 1 ? gw_send(comm_, &t, 0, 99) : gw_recv(comm_, &t, 1, 99), "acknowledgement");
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  void serialized_once(gw_codec* codec, std::vector<float>& x, std::vector<unsigned char>& payload) {
+    gw_tensor tx = f32_tensor(x.data(), x.size());
+    gw_tensor tp = bytes_tensor(payload.data(), payload.size());
+    if (rank_ == 0) {
+      uint64_t size = 0;
+      check_p6(gw_codec_encode(codec, nullptr, &tx, payload.data(), payload.size(), &size), "encode");
+      if (size != payload.size()) throw std::runtime_error("P6 needs a codec whose payload size is fixed");
+      check_p6(gw_send(comm_, &tp, 1, 1), "send");
+    } else {
+      check_p6(gw_recv(comm_, &tp, 0, 1), "recv");
+      check_p6(gw_codec_decode(codec, nullptr, payload.data(), payload.size(), &tx, 0), "decode");
+    }
+  }
+
+  void overlapped_once(gw_codec* codec, std::vector<float>& x, std::vector<unsigned char>& parts, uint64_t stride,
+                       const std::vector<uint64_t>& size, uint64_t piece) {
+    const uint64_t pieces = size.size();
+    std::vector<gw_request*> requests(pieces, nullptr);
+    std::vector<gw_tensor> views(pieces);
+    for (uint64_t i = 0; i < pieces; ++i) views[i] = bytes_tensor(parts.data() + i * stride, size[i]);
+    if (rank_ == 1)
+      for (uint64_t i = 0; i < pieces; ++i)
+        check_p6(gw_recv_start(comm_, &views[i], 0, uint32_t(2 + i), &requests[i]), "recv_start");
+    for (uint64_t i = 0; i < pieces; ++i) {
+      gw_tensor tx = f32_tensor(x.data() + i * piece, std::min(piece, x.size() - i * piece));
+      if (rank_ == 0) {
+        uint64_t written = 0;
+        check_p6(gw_codec_encode(codec, nullptr, &tx, views[i].data, size[i], &written), "encode");
+        check_p6(gw_send_start(comm_, &views[i], 1, uint32_t(2 + i), &requests[i]), "send_start");
+        if (i > 0) gw_request_test(requests[i - 1]);  // drive the transport between pieces
+      } else {
+        check_p6(gw_request_wait(requests[i], -1), "recv");
+        check_p6(gw_codec_decode(codec, nullptr, views[i].data, size[i], &tx, 0), "decode");
+      }
+    }
+    for (gw_request* r : requests) {
+      check_p6(gw_request_wait(r, -1), "request");
+      gw_request_free(r);
+    }
+  }
+
+  int rank_;
+  gw_runtime* rt_ = nullptr;
+  gw_comm* comm_ = nullptr;
+};
+
+}  // namespace
+
+void run_p6(const Options& options, const Emit& emit) {
+  const uint64_t count = options.quick ? (uint64_t{1} << 20) : (uint64_t{32} << 20);  // 4 MiB or 128 MiB f32
+  const uint64_t piece = options.quick ? (uint64_t{1} << 16) : (uint64_t{1} << 18);
+  const std::vector<std::string> codecs = {"int8", "fp16", "onebit"};
+  const int port = free_port();
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) throw std::runtime_error("P6: fork failed");
+  const int rank = child == 0 ? 1 : 0;
+  if (rank == 1) {
+    int status = 0;
+    try {
+      Rank r(1, port, options);
+      std::vector<double> s, p;
+      double c = 0;
+      for (const auto& codec : codecs) r.run(codec, count, piece, options.repetitions, s, p, c);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "P6 rank 1: %s\n", e.what());
+      status = 1;
+    }
+    std::fflush(nullptr);
+    _exit(status);
+  }
+  std::vector<Result> results;
+  try {
+    Rank r(0, port, options);
+    for (const auto& codec : codecs) {
+      std::vector<double> serialized, overlapped;
+      double compression = 0;
+      r.run(codec, count, piece, options.repetitions, serialized, overlapped, compression);
+      const Stats s = summarize(serialized), o = summarize(overlapped);
+      Result res;
+      res.suite = "P6";
+      char ratio_text[32];
+      std::snprintf(ratio_text, sizeof ratio_text, "%.2f", compression);
+      res.case_name = codec + " " + std::to_string(count * 4 >> 20) + "MiB 2 ranks, " +
+                      std::to_string(piece * 4 >> 10) + "KiB pieces, compression " + ratio_text + "x";
+      res.ours = o.median * 1e3;
+      res.peer = s.median * 1e3;
+      res.unit = "ms";
+      res.ratio = o.median > 0 ? s.median / o.median : 0;
+      res.peer_name = "serialized encode, send, decode";
+      res.extra = {{"target", ">= 1.6"}, {"compression_ratio", compression}, {"spread_ours", o.spread},
+                   {"spread_peer", s.spread}};
+      results.push_back(res);
+    }
+  } catch (...) {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    throw;
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("P6: rank 1 failed (see above)");
+  for (const Result& res : results) emit(res);
+}
+
+}  // namespace gwcli::bench
