@@ -75,3 +75,10 @@ TEST(Sync, BadCallsAreRefused) { expect_ok(2, GW_SYNC_RANK, "errors"); }
 TEST(Sync, DifferentRegistrationsAreAMismatch) {
   expect_error(3, GW_SYNC_RANK, "mismatch", "GW_ERR_MISMATCH", "Tensor #1: rank 0 registered 'b'");
 }
+
+// ---- convergence on real data -----------------------------------------------------------------
+
+TEST(Sync, EveryCodecAndScheduleConvergesLikeUncompressed) {
+  expect_ok(2, GW_CONVERGENCE_RANK, "");
+  expect_ok(4, GW_CONVERGENCE_RANK, "");
+}
