@@ -3,7 +3,8 @@
 // gw_sync for a few hundred steps, once uncompressed and once per codec (error feedback on) and per
 // schedule. Every configuration starts from the same weights and sees the same batches; the final mean
 // test loss must lie within kTolerance of the uncompressed run's. Prints "LOSS <config> <loss>" lines
-// (rank 0) and "OK rank r"; a data set that is not installed prints "SKIP" and exits 0.
+// with the synchronizer's accounting (rank 0) and "OK rank r"; a data set that is not installed prints
+// "SKIP" and exits 0.
 #include <filesystem>
 #include <map>
 
@@ -42,7 +43,7 @@ gwtrain::Matrix images(const gwtrain::Split& s, const std::vector<uint32_t>& ind
 }
 
 double train(gw_comm* comm, const Config& c, const gwtrain::Dataset& data, const gwtrain::Matrix& test_x,
-             const std::vector<uint8_t>& test_y) {
+             const std::vector<uint8_t>& test_y, gw_sync_stats& stats) {
   gwtrain::Mlp model({784, 32, 10});
   model.init(1234);  // the same weights on every rank
   gwtrain::Sgd sgd(model.parameters().size(), kMomentum);
@@ -70,6 +71,7 @@ double train(gw_comm* comm, const Config& c, const gwtrain::Dataset& data, const
     check(gw_sync_step(sync, &flags), c.name + ": gw_sync_step");
     if (flags & GW_SYNC_APPLY) sgd.step(model.parameters(), model.gradients(), kLearningRate);
   }
+  check(gw_sync_get_stats(sync, GW_SYNC_ALL_BUCKETS, &stats), c.name + ": gw_sync_get_stats");
   check(gw_sync_destroy(sync), "gw_sync_destroy");
   check(gw_runtime_destroy(rt), "gw_runtime_destroy");
 
@@ -123,8 +125,12 @@ int main(int argc, char** argv) {
   };
   std::map<std::string, double> loss;
   for (const Config& c : configs) {
-    loss[c.name] = train(comm, c, data, test_x, test_y);
-    if (g_rank == 0) std::printf("LOSS %-20s %.4f\n", c.name.c_str(), loss[c.name]);
+    gw_sync_stats st = GW_SYNC_STATS_INIT;
+    loss[c.name] = train(comm, c, data, test_x, test_y, st);
+    if (g_rank == 0)
+      std::printf("LOSS %-20s %.4f  compression %.2fx  exchanges %llu  encode %.3f s  decode %.3f s  transfer %.3f s\n",
+                  c.name.c_str(), loss[c.name], st.compression_ratio, (unsigned long long)st.syncs,
+                  st.encode_seconds, st.decode_seconds, st.transfer_seconds);
   }
   const double reference = loss["none/every_step"];
   if (!(reference < 1.0)) die("uncompressed training did not learn: final test loss " + std::to_string(reference));
