@@ -82,3 +82,15 @@ TEST(Sync, EveryCodecAndScheduleConvergesLikeUncompressed) {
   expect_ok(2, GW_CONVERGENCE_RANK, "");
   expect_ok(4, GW_CONVERGENCE_RANK, "");
 }
+
+// ---- benchmark P6 smoke run (figures are not asserted: timing belongs to `gradwire bench`) ----------
+
+TEST(BenchP6, QuickRunReportsEveryCodecWithItsCompressionRatio) {
+  const auto r = gwtest::run_command(std::string(GW_CLI) + " bench --suite P6 --quick --repetitions 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* codec : {"\"case\":\"int8 ", "\"case\":\"fp16 ", "\"case\":\"onebit "})
+    EXPECT_NE(r.output.find(codec), std::string::npos) << codec << " missing:\n" << r.output;
+  size_t lines = 0;
+  for (size_t at = 0; (at = r.output.find("\"compression_ratio\":", at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, 3u) << r.output;
+}
