@@ -39,15 +39,20 @@ uint64_t Codec::max_payload_size(gw_dtype dtype, uint64_t count) {
   return GW_WIRE_HEADER_SIZE + body;
 }
 
-gw_codec_context Codec::with_workspace(const gw_codec_context& ctx, gw_dtype dtype, uint64_t count) {
+// The workspace the plugin asks for, in the tensor's memory.
+gw_codec_context Codec::with_workspace(const gw_codec_context& ctx, const gw_tensor& t) {
   uint64_t body = 0, workspace = 0;
-  check_plugin(vtable_->max_encoded_size(instance_, dtype, count, &body, &workspace),
+  check_plugin(vtable_->max_encoded_size(instance_, t.dtype, t.count, &body, &workspace),
                "codec '" + name_ + "': max_encoded_size failed");
-  if (workspace_.size() < workspace) workspace_.resize(workspace);
   gw_codec_context c = ctx;
   c.struct_size = sizeof(gw_codec_context);
-  c.workspace = workspace ? workspace_.data() : nullptr;
   c.workspace_bytes = workspace;
+  if (t.memory == GW_MEMORY_CUDA) {
+    c.workspace = device_workspace_.reserve(workspace);
+  } else {
+    if (workspace_.size() < workspace) workspace_.resize(workspace);
+    c.workspace = workspace ? workspace_.data() : nullptr;
+  }
   return c;
 }
 
@@ -57,7 +62,7 @@ uint64_t Codec::encode(const gw_codec_context& ctx, const gw_tensor& in, void* p
   if (capacity < GW_WIRE_HEADER_SIZE)
     fail(GW_ERR_BUFFER_TOO_SMALL, "payload capacity " + std::to_string(capacity) + " is smaller than the wire header; "
                                   "size it with gw_codec_max_encoded_size");
-  const gw_codec_context c = with_workspace(ctx, in.dtype, in.count);
+  const gw_codec_context c = with_workspace(ctx, in);
   uint64_t body_size = 0;
   auto* body = static_cast<unsigned char*>(payload) + GW_WIRE_HEADER_SIZE;
   const uint64_t body_capacity = capacity - GW_WIRE_HEADER_SIZE;
@@ -71,13 +76,25 @@ uint64_t Codec::encode(const gw_codec_context& ctx, const gw_tensor& in, void* p
   h.dtype = uint32_t(in.dtype);
   h.count = in.count;
   h.body_length = body_size;
-  wire::write_header(payload, h);
+  if (in.memory == GW_MEMORY_CUDA) {
+    unsigned char header[GW_WIRE_HEADER_SIZE];
+    wire::write_header(header, h);
+    device::copy_to_device(payload, header, sizeof header, in.stream);
+  } else {
+    wire::write_header(payload, h);
+  }
   return GW_WIRE_HEADER_SIZE + body_size;
 }
 
 void Codec::decode(const gw_codec_context& ctx, const void* payload, uint64_t size, gw_tensor& out, uint32_t flags) {
   check_tensor(out, "output tensor");
-  const wire::Header h = wire::read_header(payload, size);
+  unsigned char staged[GW_WIRE_HEADER_SIZE];
+  const void* header = payload;
+  if (out.memory == GW_MEMORY_CUDA && payload != nullptr && size >= GW_WIRE_HEADER_SIZE) {
+    device::copy_to_host(staged, payload, sizeof staged, out.stream);
+    header = staged;
+  }
+  const wire::Header h = wire::read_header(header, size);
   if (h.codec_id != id_)
     fail(GW_ERR_MISMATCH, "payload was encoded by another codec (id " + std::to_string(h.codec_id) + "), not by '" + name_ +
                               "' (id " + std::to_string(id_) + "); every rank must use the same codec");
@@ -88,7 +105,7 @@ void Codec::decode(const gw_codec_context& ctx, const void* payload, uint64_t si
     fail(GW_ERR_MISMATCH, "payload holds " + std::to_string(h.count) + " elements but the output has " +
                               std::to_string(out.count));
   if (flags & ~uint32_t(GW_DECODE_ACCUMULATE)) fail(GW_ERR_INVALID_ARGUMENT, "unknown decode flags");
-  const gw_codec_context c = with_workspace(ctx, out.dtype, out.count);
+  const gw_codec_context c = with_workspace(ctx, out);
   clear_plugin_error();
   check_plugin(vtable_->decode(instance_, &c, static_cast<const unsigned char*>(payload) + GW_WIRE_HEADER_SIZE,
                                h.body_length, &out, flags),

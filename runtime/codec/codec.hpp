@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "codec/device.hpp"
 #include "config/config.hpp"
 #include "loader/registry.hpp"
 
@@ -33,7 +34,7 @@ class Codec {
 
  private:
   void check_tensor(const gw_tensor& t, const char* what) const;
-  gw_codec_context with_workspace(const gw_codec_context& ctx, gw_dtype dtype, uint64_t count);
+  gw_codec_context with_workspace(const gw_codec_context& ctx, const gw_tensor& t);
 
   ComponentRef ref_;
   const gw_codec_vtable* vtable_;
@@ -41,7 +42,8 @@ class Codec {
   std::string name_;
   uint32_t id_;
   gw_codec_properties properties_ = GW_CODEC_PROPERTIES_INIT;
-  std::vector<unsigned char> workspace_;
+  std::vector<unsigned char> workspace_;  // for host tensors
+  device::Buffer device_workspace_;      // for CUDA tensors
 };
 
 }  // namespace gw
