@@ -14,12 +14,15 @@ namespace onebit {
 constexpr unsigned kLanes = 16;
 constexpr uint32_t kNaNScale = 0x7fc00000u;
 
-GW_HD uint32_t scale_from_lanes(double* acc, uint64_t n) {
-  for (unsigned w = kLanes / 2; w > 0; w /= 2)
+// The tree from width w down (the widths above w already folded into acc[0 .. 2w)), then the mean.
+GW_HD uint32_t scale_from_lanes_at(double* acc, unsigned w, uint64_t n) {
+  for (; w > 0; w /= 2)
     for (unsigned j = 0; j < w; ++j) acc[j] = acc[j] + acc[j + w];
   const float s = (float)(acc[0] / (double)n);
   return s != s ? kNaNScale : f32_bits(s);
 }
+
+GW_HD uint32_t scale_from_lanes(double* acc, uint64_t n) { return scale_from_lanes_at(acc, kLanes / 2, n); }
 
 GW_HD float decode_value(uint32_t scale, uint32_t bit) { return f32_from_bits(scale ^ (bit << 31)); }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gw_test.hpp"
@@ -115,6 +116,62 @@ TEST(DenseCodecBytes, EveryTargetWritesTheReferenceBytes) {
       EXPECT_EQ(body_of(q8.encode(x)), gwref::int8_body(x, 100, false, 0, 0));
       EXPECT_EQ(body_of(q8s.encode(x, 99, 5)), gwref::int8_body(x, 33, true, 99, 5));
       EXPECT_EQ(body_of(ob.encode(x)), gwref::onebit_body(x, 77));
+    }
+  }
+}
+
+// The blockwise codecs at every block shape their kernels tell apart: blocks that start on a byte
+// of onebit's bit array (B % 8 == 0: the one-pass encoder) or not, blocks shorter than a vector,
+// int8 blocks long enough for its four-vector packing, rounding ties, outputs at every alignment
+// (the kernels align their stores), accumulated or not, and an int8 payload and outputs past the
+// streaming-store threshold (16 MiB) — every path of every target held to the reference bytes and
+// values.
+TEST(DenseCodecBytes, EveryTargetMatchesTheReferenceAtEveryBlockShape) {
+  TargetSweep sweep;
+  ASSERT_GE(sweep.targets.size(), 2u);
+  const uint64_t big = (uint64_t{16} << 20) + 1001;  // int8 payload bytes past 16 MiB
+  struct Case {
+    uint32_t block;
+    uint64_t n;
+    bool ties;  // int8 rounding ties: block maxima of 127 (scale 1), elements k + 0.5
+  } cases[] = {{8, 1, false},      {8, 17, false},    {16, 15, false},   {16, 16, false},  {24, 1000, false},
+               {64, 70001, false}, {256, 255, false}, {256, 4099, false}, {1000, 3001, false}, {5, 333, false},
+               {77, 1000, false},  {4, 2000, false},  {256, 1024, true},  {40, 999, true},
+               {256, big, false}};
+  for (const Case& c : cases) {
+    const std::string b = std::to_string(c.block);
+    Codec q8("int8", "[codec.int8]\nblock_size = " + b + "\n"), ob("onebit", "[codec.onebit]\nblock_size = " + b + "\n");
+    std::vector<float> x = hard_values(c.n, c.block * 7 + static_cast<uint32_t>(c.n));
+    if (c.ties) {
+      for (uint64_t i = 0; i < c.n; ++i)
+        x[i] = i % c.block == 0 ? 127.0f : static_cast<float>(static_cast<int64_t>(i % 254) - 127) + 0.5f;
+    }
+    const std::vector<uint8_t> q8_body = gwref::int8_body(x, c.block, false, 0, 0), ob_body = gwref::onebit_body(x, c.block);
+    const std::vector<float> q8_y = gwref::int8_decoded(q8_body, c.n), ob_y = gwref::onebit_decoded(ob_body, c.n);
+    for (int64_t target : sweep.targets) {
+      hwy::SetSupportedTargetsForTest(target);
+      SCOPED_TRACE(std::string(hwy::TargetName(target)) + " block=" + b + " n=" + std::to_string(c.n));
+      const auto q8_payload = q8.encode(x), ob_payload = ob.encode(x);
+      ASSERT_EQ(body_of(q8_payload), q8_body);
+      ASSERT_EQ(body_of(ob_payload), ob_body);
+      for (size_t offset : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{7}}) {  // output offset, in floats
+        if (c.n == big && offset > 1) continue;
+        std::vector<float> y(c.n + offset + 1, 0.5f);
+        for (auto [codec, payload, want] : {std::tuple{&q8, &q8_payload, &q8_y}, std::tuple{&ob, &ob_payload, &ob_y}}) {
+          std::fill(y.begin(), y.end(), 0.5f);
+          ASSERT_EQ(codec->decode(*payload, y.data() + offset, c.n), GW_OK) << gw_last_error();
+          for (uint64_t i = 0; i < c.n; ++i)
+            ASSERT_EQ(gwc::f32_bits(y[offset + i]), gwc::f32_bits((*want)[i])) << "offset " << offset << " i " << i;
+          ASSERT_EQ(y[c.n + offset], 0.5f) << "wrote past the output";
+          if (offset > 0) {
+            ASSERT_EQ(y[offset - 1], 0.5f) << "wrote before the output";
+          }
+          if (c.n == big) continue;
+          ASSERT_EQ(codec->decode(*payload, y.data() + offset, c.n, GW_DTYPE_F32, GW_DECODE_ACCUMULATE), GW_OK);
+          for (uint64_t i = 0; i < c.n; ++i)
+            ASSERT_EQ(gwc::f32_bits(y[offset + i]), gwc::f32_bits((*want)[i] + (*want)[i])) << "accumulate, i " << i;
+        }
+      }
     }
   }
 }

@@ -74,4 +74,31 @@ inline std::vector<uint8_t> onebit_body(const std::vector<float>& x, uint32_t bl
   return b;
 }
 
+// The decoders' values, element by element from a body (the block header's B; no validation).
+inline uint32_t get32(const std::vector<uint8_t>& body, uint64_t off) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(body[off + i]) << (8 * i);
+  return v;
+}
+
+inline std::vector<float> int8_decoded(const std::vector<uint8_t>& body, uint64_t n) {
+  const uint64_t block = get32(body, 0);
+  const uint64_t nb = (n + block - 1) / block;
+  std::vector<float> y(n);
+  for (uint64_t i = 0; i < n; ++i)
+    y[i] = gwc::int8::dequantize(static_cast<int8_t>(body[8 + 4 * nb + i]),
+                                 gwc::f32_from_bits(get32(body, 8 + 4 * (i / block))));
+  return y;
+}
+
+inline std::vector<float> onebit_decoded(const std::vector<uint8_t>& body, uint64_t n) {
+  const uint64_t block = get32(body, 0);
+  const uint64_t nb = (n + block - 1) / block;
+  std::vector<float> y(n);
+  for (uint64_t i = 0; i < n; ++i)
+    y[i] = gwc::onebit::decode_value(get32(body, 8 + 4 * (i / block)),
+                                     (body[8 + 4 * nb + i / 8] >> (i % 8)) & 1u);
+  return y;
+}
+
 }  // namespace gwref
