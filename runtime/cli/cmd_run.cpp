@@ -36,20 +36,26 @@ void on_signal(int sig) {
   errno = saved;
 }
 
+// A free port below Linux's ephemeral range (32768-60999): a port from that range may be handed to a
+// rank's own outgoing connection while it retries connecting to the root, and the root could then not
+// listen on it.
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: socket: ") + std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    throw Failure(GW_ERR_INTERNAL, std::string("run: cannot find a free port: ") + std::strerror(errno));
+  const int start = 20000 + int(getpid() % 12000);
+  for (int i = 0; i < 12000; ++i) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    const int port = 20000 + (start - 20000 + i) % 12000;
+    a.sin_port = htons(uint16_t(port));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+      close(fd);
+      return port;
+    }
   }
   close(fd);
-  return ntohs(a.sin_port);
+  throw Failure(GW_ERR_INTERNAL, "run: no free port between 20000 and 32000 for the rendezvous");
 }
 
 // One output stream of one rank, split into prefixed lines.
@@ -239,7 +245,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->footer("Example: gradwire run -n 4 -- ./train --epochs 3");
   cmd->callback([cmd, &exit_code, ranks, grace, keep_going, positional] {
     std::vector<std::string> command = *positional;
-    for (auto& a : cmd->remaining()) command.push_back(a);
+    std::vector<std::string> rest = cmd->remaining();
+    // After "--", CLI11 hands the words to the positional and reports the "--" itself as remaining.
+    if (!positional->empty() && !rest.empty() && rest.front() == "--") rest.erase(rest.begin());
+    for (auto& a : rest) command.push_back(a);
     exit_code = run_ranks(*ranks, command, *grace, *keep_going);
   });
 }

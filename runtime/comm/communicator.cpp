@@ -49,9 +49,9 @@ Communicator::~Communicator() {
 
 void Communicator::check_usable() const {
   if (aborted_.load()) fail(GW_ERR_ABORTED, "the communicator was aborted (gw_comm_abort)");
+  // The failure's own status, so that every rank reports the cause (a mismatch, a dead peer).
   if (failed_status_ != GW_OK)
-    fail(GW_ERR_STATE, "the communicator failed earlier and cannot start new operations; destroy it. The "
-                       "failure: " + failed_message_);
+    fail(failed_status_, "the communicator failed and cannot start new operations (destroy it): " + failed_message_);
 }
 
 gw_request* Communicator::track(std::unique_ptr<gw_request> r) {
@@ -119,7 +119,7 @@ bool Communicator::poll(gw_request* r) {
     try {
       if (!r->collective->poll()) return false;
     } catch (const Error& e) {
-      fail_all(e.status(), e.what(), true);
+      fail_all(e.status(), e.what(), true, r->collective->seq());
       return true;
     }
     complete(r, GW_OK, "");
@@ -157,30 +157,35 @@ void Communicator::poll_notices() {
     if (!arrived) continue;
     p2p_->free(n.op);
     n.op = nullptr;
+    // [status : i32][collective number : u32][text]
     int32_t status = GW_ERR_INTERNAL;
+    uint32_t seq = 0;
     std::string text = "(no message)";
-    if (bytes >= sizeof(status)) {
+    if (bytes >= sizeof(status) + sizeof(seq)) {
       std::memcpy(&status, n.buffer.data(), sizeof(status));
-      text.assign(reinterpret_cast<const char*>(n.buffer.data()) + sizeof(status), bytes - sizeof(status));
+      std::memcpy(&seq, n.buffer.data() + sizeof(status), sizeof(seq));
+      text.assign(reinterpret_cast<const char*>(n.buffer.data()) + sizeof(status) + sizeof(seq),
+                  bytes - sizeof(status) - sizeof(seq));
     }
     if (status >= 0) status = GW_ERR_INTERNAL;
-    fail_all(gw_status(status), "rank " + std::to_string(peer) + " failed and reported: " + text, false);
+    fail_all(gw_status(status), "rank " + std::to_string(peer) + " failed and reported: " + text, false, seq);
   }
 }
 
-void Communicator::fail_all(gw_status status, const std::string& message, bool notify) {
+void Communicator::fail_all(gw_status status, const std::string& message, bool notify, uint32_t from_seq) {
   if (failed_status_ == GW_OK) {
     failed_status_ = status;
     failed_message_ = message;
     if (notify && status != GW_ERR_ABORTED) {
       const int32_t code = status;
-      std::string text = message.substr(0, kNoticeBytes - sizeof(code));
+      const std::string text = message.substr(0, kNoticeBytes - sizeof(code) - sizeof(from_seq));
       for (uint32_t peer = 0; peer < size(); ++peer) {
         if (peer == rank()) continue;
         Notice n;
-        n.buffer.resize(sizeof(code) + text.size());
+        n.buffer.resize(sizeof(code) + sizeof(from_seq) + text.size());
         std::memcpy(n.buffer.data(), &code, sizeof(code));
-        std::memcpy(n.buffer.data() + sizeof(code), text.data(), text.size());
+        std::memcpy(n.buffer.data() + sizeof(code), &from_seq, sizeof(from_seq));
+        std::memcpy(n.buffer.data() + sizeof(code) + sizeof(from_seq), text.data(), text.size());
         try {
           n.op = p2p_->send(peer, tags::kControl, n.buffer.data(), n.buffer.size());
         } catch (const Error&) {
@@ -190,7 +195,9 @@ void Communicator::fail_all(gw_status status, const std::string& message, bool n
       }
     }
   }
-  while (!active_.empty()) complete(active_.front(), failed_status_, failed_message_);
+  const std::vector<gw_request*> active(active_.begin(), active_.end());
+  for (gw_request* r : active)
+    if (!r->collective || r->collective->seq() >= from_seq) complete(r, status, message);
 }
 
 bool Communicator::progress() {
@@ -199,13 +206,9 @@ bool Communicator::progress() {
   if (aborted_.load() && !active_.empty())
     fail_all(GW_ERR_ABORTED, "the communicator was aborted (gw_comm_abort)", false);
   bool any = false;
-  for (auto it = active_.begin(); it != active_.end();) {
-    gw_request* r = *it++;
-    if (poll(r)) {
-      any = true;
-      if (failed_status_ != GW_OK) break;  // fail_all emptied the list
-    }
-  }
+  const std::vector<gw_request*> active(active_.begin(), active_.end());
+  for (gw_request* r : active)
+    if (r->status == GW_IN_PROGRESS && poll(r)) any = true;  // fail_all may have ended some already
   return any;
 }
 
@@ -229,7 +232,8 @@ void Communicator::free(gw_request* r) {
   if (r->status == GW_IN_PROGRESS && r->collective) {
     // The other ranks are inside this collective; abandoning it breaks the sequence for everyone.
     fail_all(GW_ERR_STATE, "rank " + std::to_string(rank()) + " freed collective #" +
-                               std::to_string(r->collective->seq()) + " before it completed", true);
+                               std::to_string(r->collective->seq()) + " before it completed",
+             true, r->collective->seq());
   }
   if (r->status == GW_IN_PROGRESS) complete(r, GW_ERR_ABORTED, "freed before completion");
   live_.erase(r);

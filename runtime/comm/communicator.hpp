@@ -85,9 +85,10 @@ class Communicator {
   void complete(gw_request* r, gw_status status, const std::string& error);
   bool poll(gw_request* r);
   void poll_notices();
-  // Marks the communicator failed, ends every active request with (status, message), and with notify
-  // tells every other rank.
-  void fail_all(gw_status status, const std::string& message, bool notify);
+  // Marks the communicator failed (no new operations), ends the active collectives numbered `from_seq`
+  // and later and every point-to-point request with (status, message), and with notify tells every
+  // other rank. Earlier collectives run on: the other ranks may have completed them already.
+  void fail_all(gw_status status, const std::string& message, bool notify, uint32_t from_seq = 0);
 
   std::unique_ptr<PointToPoint> p2p_;
   CommSettings settings_;

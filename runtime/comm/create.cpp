@@ -1,6 +1,7 @@
 #include "comm/create.hpp"
 
 #include "bootstrap/launch_env.hpp"
+#include "collectives/algorithms.hpp"
 #include "bootstrap/rendezvous.hpp"
 #include "comm/identity.hpp"
 #include "comm/transport_p2p.hpp"
@@ -63,7 +64,16 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   transport->connect(addresses, settings.timeout_s);
   runtime.logger().info("comm", "rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.world_size) +
                                     " (from " + launch.source + ") connected over " + transport->name());
-  return std::make_unique<Communicator>(std::move(transport), settings);
+  auto comm = std::make_unique<Communicator>(std::move(transport), settings);
+  // A closing barrier: no rank leaves creation (and may exit) while another is still connecting to it.
+  Signature barrier;
+  barrier.kind = CollectiveKind::Barrier;
+  gw_request* r = comm->start_collective(barrier, [](Collective& c) { return coll::barrier_dissemination(c); });
+  const gw_status st = comm->wait(r, -1.0);
+  const std::string error = r->error;
+  comm->free(r);
+  if (st != GW_OK) fail(st, "communicator creation: the closing barrier failed: " + error);
+  return comm;
 }
 
 }  // namespace gw::comm

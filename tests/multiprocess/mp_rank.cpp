@@ -196,8 +196,10 @@ void case_collectives(gw_comm* comm, const std::vector<uint64_t>& sizes, bool al
         test_allreduce(comm, dt, op, count, false);
         test_allreduce(comm, dt, op, count, true);
       }
-      test_reduce_scatter(comm, dt, all_ops ? GW_REDUCE_AVG : GW_REDUCE_SUM, count, false);
-      test_reduce_scatter(comm, dt, GW_REDUCE_SUM, count, true);
+      // count is per rank for reduce-scatter; large sizes are split so the input stays `count` long.
+      const uint64_t rs_count = count > 4096 ? count / uint64_t(g_size) : count;
+      test_reduce_scatter(comm, dt, all_ops ? GW_REDUCE_AVG : GW_REDUCE_SUM, rs_count, false);
+      test_reduce_scatter(comm, dt, GW_REDUCE_SUM, rs_count, true);
       test_allgather(comm, dt, count, false, false);
     }
     test_allgather(comm, GW_DTYPE_F32, count, true, false);
@@ -271,11 +273,12 @@ void case_mismatch(gw_comm* comm, const std::string& what) {
   gw_reduce_op op = GW_REDUCE_SUM;
   if (what == "op" && odd) op = GW_REDUCE_MAX;
   gw_status st;
-  if (what == "collective" && odd) {
-    gw_tensor out = tensor(GW_DTYPE_F32, buf.data(), buf.size());
-    t.count = buf.size() / g_size;
-    out.count = t.count * g_size;
-    st = gw_allgather(comm, &t, &out);
+  if (what == "collective") {
+    // reduce_scatter on the last rank, allgather on the others: the same ring, different headers.
+    const uint64_t per_rank = buf.size() / g_size;
+    gw_tensor whole = tensor(GW_DTYPE_F32, buf.data(), per_rank * g_size);
+    gw_tensor part = tensor(GW_DTYPE_F32, buf.data(), per_rank);
+    st = odd ? gw_reduce_scatter(comm, &whole, &part, GW_REDUCE_SUM) : gw_allgather(comm, &part, &whole);
   } else {
     st = gw_allreduce(comm, &t, &t, op);
   }
@@ -311,15 +314,23 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string c = argv[1];
-  const char* env_rank = std::getenv("GW_RANK");
-  const char* env_size = std::getenv("GW_WORLD_SIZE");
-  g_rank = env_rank ? std::atoi(env_rank) : 0;
-  g_size = env_size ? std::atoi(env_size) : 1;
+  // Before the communicator exists the rank comes from whichever launcher convention is in use.
+  for (const char* name : {"GW_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
+    if (std::getenv(name)) {
+      g_rank = std::atoi(std::getenv(name));
+      break;
+    }
+  for (const char* name : {"GW_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"})
+    if (std::getenv(name)) {
+      g_size = std::atoi(std::getenv(name));
+      break;
+    }
   if (c == "missing-rank" && g_rank == g_size - 1) return 0;  // this rank never joins
 
   // Cases that make the ranks differ in setup get a per-rank config or plugin path.
   std::string config = "[runtime]\ntimeout_s = " + std::string(std::getenv("MP_TIMEOUT_S") ? std::getenv("MP_TIMEOUT_S") : "60") + "\n";
   if (c == "mismatch-config" && g_rank == g_size - 1) config += "[collectives]\nring_threshold_bytes = 4096\n";
+  else if (const char* t = std::getenv("MP_RING_THRESHOLD")) config += std::string("[collectives]\nring_threshold_bytes = ") + t + "\n";
   std::vector<const char*> paths;
   std::string extra_path;
   if (c == "mismatch-version") {
@@ -338,7 +349,8 @@ int main(int argc, char** argv) {
   if (c == "mismatch-config" || c == "mismatch-version") expect_error(created, GW_ERR_MISMATCH, "gw_comm_create");
   if (c == "missing-rank") expect_error(created, GW_ERR_TIMEOUT, "gw_comm_create");
   check(created, "gw_comm_create");
-  if (gw_comm_rank(comm) != uint32_t(g_rank) || gw_comm_size(comm) != uint32_t(g_size)) die("rank/size differ from GW_RANK/GW_WORLD_SIZE");
+  if (gw_comm_rank(comm) != uint32_t(g_rank) || gw_comm_size(comm) != uint32_t(g_size))
+    die("rank/size differ from the launcher's variables");
 
   if (c == "collectives") case_collectives(comm, parse_sizes(argc > 2 ? argv[2] : "0,1,7"), true);
   else if (c == "collectives-sum-max") case_collectives(comm, parse_sizes(argc > 2 ? argv[2] : "1048579"), false);

@@ -1,0 +1,222 @@
+// Multi-process tests of the communicator: every case starts `gradwire run -n N -- mp_rank CASE` over
+// UCX shared memory and over TCP, and checks each rank's exit status and what it printed. The ranks
+// compare their results with a serial reference and with each other (bit-identical) themselves.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string output;
+};
+
+Outcome shell(const std::string& command) {
+  Outcome o;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return o;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) o.output.append(buf, n);
+  const int status = pclose(p);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return o;
+}
+
+// `gradwire run -n N [flags] -- mp_rank ARGS` with UCX_TLS=tls and extra environment.
+Outcome run(const std::string& tls, int n, const std::string& args, const std::string& env = "",
+            const std::string& flags = "") {
+  return shell("env UCX_TLS=" + tls + " MP_TIMEOUT_S=30 " + env + " " + GW_CLI + " run -n " + std::to_string(n) + " " +
+               flags + " -- " + MP_RANK + " " + args);
+}
+
+int count_of(const std::string& text, const std::string& what) {
+  int c = 0;
+  for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++c;
+  return c;
+}
+
+void expect_all_ok(const Outcome& o, int n) {
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_EQ(count_of(o.output, "OK rank"), n) << o.output;
+  EXPECT_EQ(count_of(o.output, "FAIL"), 0) << o.output;
+}
+
+// Everything rank r printed from its "EXPECTED-ERROR <status>" line on (a message may span lines).
+std::string error_text(const std::string& output, int r, const std::string& status) {
+  const std::string prefix = "[" + std::to_string(r) + "] ";
+  std::string text;
+  bool started = false;
+  size_t pos = 0;
+  while (pos < output.size()) {
+    size_t end = output.find('\n', pos);
+    if (end == std::string::npos) end = output.size();
+    const std::string line = output.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind(prefix, 0) != 0) continue;
+    if (!started && line.rfind(prefix + "EXPECTED-ERROR " + status + " ", 0) == 0) started = true;
+    if (started) text += line.substr(prefix.size()) + "\n";
+  }
+  return text;
+}
+
+// Every listed rank printed "EXPECTED-ERROR <status> ..." with `detail` in the message.
+void expect_error_on(const Outcome& o, const std::vector<int>& ranks, const std::string& status, const std::string& detail) {
+  for (int r : ranks) {
+    const std::string text = error_text(o.output, r, status);
+    ASSERT_FALSE(text.empty()) << "rank " << r << " did not report " << status << ":\n" << o.output;
+    EXPECT_NE(text.find(detail), std::string::npos) << "rank " << r << "'s message lacks '" << detail << "': " << text;
+  }
+  EXPECT_EQ(count_of(o.output, "FAIL"), 0) << o.output;
+}
+
+std::vector<int> all_ranks(int n) {
+  std::vector<int> r;
+  for (int i = 0; i < n; ++i) r.push_back(i);
+  return r;
+}
+
+// A free port below the ephemeral range, as `gradwire run` picks it.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  for (int port = 20000 + int(getpid() % 10000);; ++port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(uint16_t(port));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+      close(fd);
+      return port;
+    }
+  }
+}
+
+class Comm : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Comm, EveryOpAndDtypeSmallSizes) {
+  for (int n = 2; n <= 5; ++n) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    expect_all_ok(run(GetParam(), n, "collectives 0,1,7,1000"), n);
+  }
+}
+
+// With the ring threshold at 0 every size takes the ring (reduce-scatter + allgather) path.
+TEST_P(Comm, EveryOpAndDtypeRingEverywhere) {
+  for (int n : {2, 3, 5}) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    expect_all_ok(run(GetParam(), n, "collectives 1,7,1000", "MP_RING_THRESHOLD=0"), n);
+  }
+}
+
+TEST_P(Comm, EveryDtypeOneMebiPlusThree) {
+  for (int n = 2; n <= 5; ++n) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    expect_all_ok(run(GetParam(), n, "collectives-sum-max 1048579"), n);
+  }
+}
+
+TEST_P(Comm, SixtyFourMebibytes) { expect_all_ok(run(GetParam(), 3, "large 67108864"), 3); }
+
+TEST_P(Comm, ManyOutstandingRequests) {
+  expect_all_ok(run(GetParam(), 4, "many"), 4);
+  expect_all_ok(run(GetParam(), 3, "many"), 3);
+}
+
+TEST_P(Comm, MismatchedCountIsAnErrorOnEveryRank) {
+  expect_error_on(run(GetParam(), 3, "mismatch-count"), all_ranks(3), "GW_ERR_MISMATCH", "count: ");
+}
+TEST_P(Comm, MismatchedDtypeIsAnErrorOnEveryRank) {
+  expect_error_on(run(GetParam(), 3, "mismatch-dtype"), all_ranks(3), "GW_ERR_MISMATCH", "dtype: ");
+}
+TEST_P(Comm, MismatchedOpIsAnErrorOnEveryRank) {
+  expect_error_on(run(GetParam(), 4, "mismatch-op"), all_ranks(4), "GW_ERR_MISMATCH", "op: ");
+}
+// reduce_scatter on one rank, allgather on the others: the same ring pattern, different headers.
+TEST_P(Comm, MismatchedCollectiveIsAnErrorOnEveryRank) {
+  expect_error_on(run(GetParam(), 3, "mismatch-collective"), all_ranks(3), "GW_ERR_MISMATCH", "collective: ");
+}
+TEST_P(Comm, MismatchedCountOnTheRingIsAnErrorOnEveryRank) {
+  expect_error_on(run(GetParam(), 5, "mismatch-count", "MP_RING_THRESHOLD=0"), all_ranks(5), "GW_ERR_MISMATCH", "count: ");
+}
+
+// Killed in the middle of a collective: the others end with an error (a dead peer, or the timeout on
+// transports that cannot see a dead peer), not a hang. --keep-going lets them run on to report it.
+TEST_P(Comm, RankKilledMidCollective) {
+  const Outcome o = run(GetParam(), 3, "kill", "MP_TIMEOUT_S=10", "--keep-going");
+  EXPECT_EQ(o.code, 128 + 9) << o.output;
+  for (int r : {0, 2})
+    EXPECT_NE(o.output.find("[" + std::to_string(r) + "] EXPECTED-ERROR GW_ERR_"), std::string::npos) << o.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, Comm, ::testing::Values("shm", "tcp"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(CommCreate, DifferentConfigIsAnErrorOnEveryRankNamingTheKey) {
+  expect_error_on(run("tcp", 3, "mismatch-config"), all_ranks(3), "GW_ERR_MISMATCH", "collectives.ring_threshold_bytes");
+}
+
+TEST(CommCreate, DifferentPluginVersionIsAnErrorOnEveryRank) {
+  const Outcome o = run("tcp", 3, std::string("mismatch-version ") + MP_PROBE_DIR);
+  expect_error_on(o, all_ranks(3), "GW_ERR_MISMATCH", "'mp_version_probe': 2.0.0 vs 1.0.0");
+}
+
+TEST(CommCreate, RankThatNeverStartsIsNamedOnTheOthers) {
+  const Outcome o = run("tcp", 3, "missing-rank", "MP_TIMEOUT_S=3");
+  EXPECT_EQ(o.code, 0) << o.output;
+  expect_error_on(o, {0, 1}, "GW_ERR_TIMEOUT", "rank 2 did not arrive");
+}
+
+// The launcher conventions: torchrun's, Open MPI's and Slurm's variables instead of GW_*.
+TEST(CommCreate, TorchrunOpenMpiAndSlurmVariables) {
+  const std::string prog = std::string(MP_RANK) + " collectives 7";
+  for (const std::string name : {"torchrun", "Open MPI", "Slurm"}) {
+    SCOPED_TRACE(name);
+    const std::string port = std::to_string(free_port());
+    const std::string root = " GW_ROOT_ADDR=127.0.0.1 GW_ROOT_PORT=" + port;
+    std::string vars[2];
+    for (int r = 0; r < 2; ++r) {
+      const std::string rank = std::to_string(r);
+      if (name == "torchrun")
+        vars[r] = "RANK=" + rank + " WORLD_SIZE=2 LOCAL_RANK=" + rank + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port;
+      else if (name == "Open MPI")
+        vars[r] = "OMPI_COMM_WORLD_RANK=" + rank + " OMPI_COMM_WORLD_SIZE=2" + root;
+      else
+        vars[r] = "SLURM_PROCID=" + rank + " SLURM_NTASKS=2" + root;
+    }
+    // Rank 1 starts first: it must wait for the root to come up.
+    const Outcome o = shell("(env UCX_TLS=tcp MP_TIMEOUT_S=20 " + vars[1] + " " + prog +
+                            " & sleep 0.2; env UCX_TLS=tcp MP_TIMEOUT_S=20 " + vars[0] + " " + prog + "; wait)");
+    EXPECT_EQ(count_of(o.output, "OK rank"), 2) << o.output;
+  }
+}
+
+TEST(Run, StopsTheOtherRanksWhenOneFailsAndExitsWithItsStatus) {
+  const Outcome o = run("tcp", 3, "fail-rank");
+  EXPECT_EQ(o.code, 3) << o.output;
+  EXPECT_NE(o.output.find("gradwire run: rank 1 exited with status 3; stopping the other 2 ranks"), std::string::npos)
+      << o.output;
+  EXPECT_EQ(count_of(o.output, "OK rank"), 0) << o.output;
+}
+
+TEST(Run, PrefixesEveryLineWithTheRank) {
+  const Outcome o = shell(std::string(GW_CLI) + " run -n 3 -- sh -c 'echo one; echo two >&2; printf three'");
+  EXPECT_EQ(o.code, 0) << o.output;
+  for (int r = 0; r < 3; ++r)
+    for (const char* word : {"one", "two", "three"})
+      EXPECT_NE(o.output.find("[" + std::to_string(r) + "] " + word + "\n"), std::string::npos) << o.output;
+}
+
+TEST(Run, ReportsAProgramThatCannotStart) {
+  const Outcome o = shell(std::string(GW_CLI) + " run -n 2 -- /nonexistent/program");
+  EXPECT_EQ(o.code, 127) << o.output;
+  EXPECT_NE(o.output.find("cannot start '/nonexistent/program'"), std::string::npos) << o.output;
+}
+
+}  // namespace
