@@ -10,6 +10,8 @@
 #   cluster.sh addr RANK          print rank RANK's address
 #   cluster.sh run N RATE -- CMD  up, run CMD (with GW_CLUSTER_SIZE set), down again however CMD ends
 #   cluster.sh measure RATE [MB]  up 2 ranks, send MB (default 20) from rank 0 to rank 1, print the rate
+#   cluster.sh rsh ADDR CMD...    an ssh stand-in for launchers (Open MPI's plm_rsh_agent): runs CMD
+#                                 through sh in the namespace whose address is ADDR
 #
 # GW_CLUSTER_NAME (default "gwc") prefixes every namespace, so clusters of different users do not meet.
 set -Eeuo pipefail
@@ -152,11 +154,18 @@ case "$cmd" in
     trap down EXIT
     trap 'exit 130' INT TERM
     GW_CLUSTER_SIZE="$n" "$@" ;;
+  rsh)
+    [ $# -ge 2 ] || die "usage: cluster.sh rsh ADDR CMD..."
+    need_root
+    host="$1"; shift
+    [[ "$host" =~ ^${SUBNET_PREFIX//./\\.}\.([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 1 ] ||
+      die "rsh: '$host' is not a rank's address (${SUBNET_PREFIX}.1 ..)"
+    in_rank "$(( BASH_REMATCH[1] - 1 ))" sh -c "$*" ;;
   measure)
     [ $# -ge 1 ] || die "usage: cluster.sh measure RATE [MB]"
     check_rate "$1"
     measure "$@" ;;
   *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 1 ;;
 esac

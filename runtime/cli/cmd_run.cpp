@@ -2,7 +2,9 @@
 // GW_LOCAL_RANK, GW_LOCAL_SIZE, GW_ROOT_ADDR=127.0.0.1 and GW_ROOT_PORT (a free port), prefixes every
 // line they print with "[rank] ", forwards Ctrl-C / SIGTERM, and when one rank fails stops the others
 // and exits with that rank's status (128 + signal for a rank killed by a signal). --keep-going lets the
-// others run on (tests use it to watch how they handle a dead peer).
+// others run on (tests use it to watch how they handle a dead peer). --link RATE places every rank in its
+// own network namespace of the emulated cluster (cluster.hpp): UCX over TCP on the namespace's veth, the
+// root at rank 0's address; the namespaces are removed when the ranks are done, also after failures.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -17,9 +19,11 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cluster.hpp"
 #include "commands.hpp"
 
 namespace gwcli {
@@ -100,7 +104,8 @@ std::string describe(int status) {
   return "stopped";
 }
 
-pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& command, int out_fd, int err_fd) {
+pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& command, int out_fd, int err_fd,
+                 const Cluster* cluster) {
   const pid_t pid = fork();
   if (pid < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: fork: ") + std::strerror(errno));
   if (pid > 0) {
@@ -116,8 +121,13 @@ pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& comm
   setenv("GW_LOCAL_SIZE", std::to_string(n).c_str(), 1);
   setenv("GW_ROOT_ADDR", "127.0.0.1", 1);
   setenv("GW_ROOT_PORT", std::to_string(port).c_str(), 1);
+  if (cluster) {
+    for (const auto& [k, v] : Cluster::environment()) setenv(k.c_str(), v.c_str(), 1);
+    setenv("GW_LINK_RATE", cluster->rate().c_str(), 1);
+  }
+  const std::vector<std::string> full = cluster ? cluster->wrap(rank, command) : command;
   std::vector<char*> argv;
-  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : full) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
   std::fprintf(stderr, "gradwire run: cannot start '%s': %s\n", argv[0], std::strerror(errno));
@@ -129,11 +139,13 @@ void signal_all(std::vector<Rank>& ranks, int sig) {
     if (r.running) killpg(r.pid, sig);
 }
 
-int run_ranks(int n, std::vector<std::string> command, double grace_s, bool keep_going) {
+int run_ranks(int n, std::vector<std::string> command, double grace_s, bool keep_going, const std::string& link) {
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   if (command.empty()) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: give the program to start: gradwire run -n N -- PROG ARGS");
   if (n < 1) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: -n must be at least 1");
   const int port = free_port();
+  // Declared before the ranks: destroyed (namespaces removed) after they are all gone, however this ends.
+  std::optional<Cluster> cluster = link.empty() ? std::optional<Cluster>() : Cluster::up(n, link, "gradwire run");
 
   if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw Failure(GW_ERR_INTERNAL, std::string("run: pipe: ") + std::strerror(errno));
@@ -147,7 +159,7 @@ int run_ranks(int n, std::vector<std::string> command, double grace_s, bool keep
     int pipes[2][2];
     if (pipe2(pipes[0], O_CLOEXEC) != 0 || pipe2(pipes[1], O_CLOEXEC) != 0)
       throw Failure(GW_ERR_INTERNAL, std::string("run: pipe: ") + std::strerror(errno));
-    ranks[r].pid = start_rank(r, n, port, command, pipes[0][1], pipes[1][1]);
+    ranks[r].pid = start_rank(r, n, port, command, pipes[0][1], pipes[1][1], cluster ? &*cluster : nullptr);
     ranks[r].running = true;
     for (int s = 0; s < 2; ++s) {
       close(pipes[s][1]);
@@ -233,23 +245,27 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto ranks = std::make_shared<int>(1);
   auto grace = std::make_shared<double>(5.0);
   auto keep_going = std::make_shared<bool>(false);
+  auto link = std::make_shared<std::string>();
   cmd->add_option("-n,--ranks", *ranks, "Number of ranks")->required()->check(CLI::Range(1, 4096));
   cmd->add_option("--grace", *grace, "Seconds the other ranks get after SIGTERM before SIGKILL")->check(CLI::Range(0.0, 3600.0));
   cmd->add_flag("--keep-going", *keep_going,
                 "Let the other ranks run on when one fails (to watch how they handle it); the exit status is "
                 "still the first failing rank's");
+  cmd->add_option("--link", *link,
+                  "Place every rank in its own network namespace behind a link of this rate (tc syntax: 1gbit, "
+                  "10gbit, 100mbit); needs root, else runs on loopback (scripts/cluster.sh)");
   // PROG ARGS either after "--" (the positional) or as the first non-option (prefix_command's remainder).
   auto positional = std::make_shared<std::vector<std::string>>();
   cmd->add_option("command", *positional, "The program and its arguments");
   cmd->prefix_command();
   cmd->footer("Example: gradwire run -n 4 -- ./train --epochs 3");
-  cmd->callback([cmd, &exit_code, ranks, grace, keep_going, positional] {
+  cmd->callback([cmd, &exit_code, ranks, grace, keep_going, link, positional] {
     std::vector<std::string> command = *positional;
     std::vector<std::string> rest = cmd->remaining();
     // After "--", CLI11 hands the words to the positional and reports the "--" itself as remaining.
     if (!positional->empty() && !rest.empty() && rest.front() == "--") rest.erase(rest.begin());
     for (auto& a : rest) command.push_back(a);
-    exit_code = run_ranks(*ranks, command, *grace, *keep_going);
+    exit_code = run_ranks(*ranks, command, *grace, *keep_going, *link);
   });
 }
 

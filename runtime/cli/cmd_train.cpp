@@ -2,8 +2,10 @@
 // configuration, then a table (accuracy, bytes per rank, compression ratio, time) and a picture.
 //
 // The command is its own launcher: without --worker it re-executes itself under `gradwire run -n N`
-// once per configuration; every rank then runs `gradwire train --worker CONFIG ...`, joins the others
-// through gw_comm_create and trains; rank 0 prints progress and writes OUT/CONFIG.json, from which the
+// (with --link: in the emulated cluster) once per configuration; every rank then runs
+// `gradwire train --worker CONFIG ...`, creates a runtime from the user's TOML with the configuration's
+// overlay merged over it, joins the others (gw_comm_create), registers the model's tensors with a
+// synchronizer (gw_sync) and trains; rank 0 prints progress and writes OUT/CONFIG.json, from which the
 // first process builds the table and OUT/train.svg.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +21,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#define TOML_HEADER_ONLY 1
+#include <toml++/toml.h>
+
+#include "cluster.hpp"
 #include "commands.hpp"
 #include "train/comm_exchange.hpp"
 #include "train/plot.hpp"
@@ -35,21 +41,35 @@ constexpr double kReferenceAccuracy = 0.8833;
 constexpr const char* kReferenceLabel = "README: MLP 256-128-100, 0.8833";
 constexpr double kTargetAccuracy = 0.85;  // time-to-accuracy threshold of benchmark T1
 
-// A configuration: what the ranks exchange. Everything but "none" needs the synchronizer (gw_sync).
+// A configuration: a TOML overlay merged over the user's --config file (its keys win; the rest of the
+// user's file — transport, buckets, codec parameters it does not set — stays). Each names its codec,
+// error feedback and schedule, so a configuration means the same whatever the user's file says.
+//
+// lr_scale multiplies --lr for that configuration: one-bit gradients with SGD momentum 0.9 diverge at the
+// default 0.05 (measured: test accuracy 0.32 after 5 epochs, the loss above ln 10 from the first quarter
+// epoch); at 0.2 x (0.01) they train to about 0.87.
 struct Configuration {
   const char* name;
   const char* help;
-  bool needs_sync;
+  const char* overlay;
+  float lr_scale = 1.0f;
 };
 constexpr Configuration kConfigurations[] = {
-    {"none", "uncompressed fp32 gradients, allreduce average every step", false},
-    {"fp16", "gradients as fp16", true},
-    {"int8", "gradients as int8 with a scale per block", true},
-    {"onebit-ef", "one bit per gradient with error feedback", true},
-    {"topk-ef", "top-k 1 % of the gradient with error feedback", true},
-    {"local-sgd", "local SGD: parameters averaged every 8 steps", true},
+    {"none", "uncompressed fp32 gradients, averaged every step",
+     "[codec]\nname = \"none\"\nerror_feedback = false\n[schedule]\nname = \"every_step\"\n"},
+    {"fp16", "gradients as fp16",
+     "[codec]\nname = \"fp16\"\nerror_feedback = false\n[schedule]\nname = \"every_step\"\n"},
+    {"int8", "gradients as int8 with one scale per block of 256",
+     "[codec]\nname = \"int8\"\nerror_feedback = false\n[schedule]\nname = \"every_step\"\n"},
+    {"topk-ef", "top-k 1 % of the gradient with error feedback",
+     "[codec]\nname = \"topk\"\nerror_feedback = true\n[codec.topk]\nratio = 0.01\n[schedule]\nname = \"every_step\"\n"},
+    {"onebit-ef", "one bit per gradient (sign, scale per block) with error feedback, at 0.2 x --lr",
+     "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n", 0.2f},
+    {"local-sgd", "local SGD: uncompressed parameters averaged every 8 steps, none in between",
+     "[codec]\nname = \"none\"\nerror_feedback = false\n[schedule]\nname = \"local_sgd\"\n"
+     "[schedule.local_sgd]\nperiod = 8\n"},
 };
-constexpr const char* kDefaultConfigurations = "none";
+constexpr const char* kDefaultConfigurations = "none,fp16,int8,topk-ef,onebit-ef,local-sgd";
 
 struct Options {
   int ranks = 4;
@@ -63,6 +83,7 @@ struct Options {
   std::string data = gwtrain::kDefaultDataDir;
   std::string configs = kDefaultConfigurations;
   std::string out = "train-out";
+  std::string link;  // "1gbit": ranks in the emulated cluster
   uint32_t evals_per_epoch = 4;
   uint32_t train_images = 0;
   uint32_t test_images = 0;
@@ -135,21 +156,53 @@ gwtrain::Dataset load_data(const std::string& dir) {
   }
 }
 
+// Merges `overlay` into `base`: tables recursively, anything else (values, arrays, [[rules]]) replaced.
+void merge(toml::table& base, const toml::table& overlay) {
+  for (const auto& [key, value] : overlay) {
+    if (value.is_table() && base.contains(key) && base[key].is_table())
+      merge(*base[key].as_table(), *value.as_table());
+    else
+      base.insert_or_assign(key, value);
+  }
+}
+
+// The user's TOML file (if any) with the configuration's overlay merged over it, as TOML text.
+std::string configuration_toml(const std::string& user_file, const Configuration& c) {
+  toml::table merged;
+  try {
+    if (!user_file.empty()) merged = toml::parse_file(user_file);
+    merge(merged, toml::parse(c.overlay));
+  } catch (const toml::parse_error& e) {
+    throw Failure(GW_ERR_CONFIG, "train: cannot read " + (user_file.empty() ? std::string("the overlay") : user_file) +
+                                     ": " + std::string(e.description()));
+  }
+  std::ostringstream text;
+  text << merged << "\n";
+  return text.str();
+}
+
+RuntimePtr open_runtime_text(const std::string& text) {
+  gw_runtime_options options = GW_RUNTIME_OPTIONS_INIT;
+  options.config_text = text.c_str();
+  gw_runtime* rt = nullptr;
+  check(gw_runtime_create(&options, &rt), "train: the configuration");
+  return RuntimePtr(rt);
+}
+
 // ---- a rank ----------------------------------------------------------------------------------------
 
 void run_worker(const Options& o) {
   const Configuration& config = find_configuration(o.worker);
-  if (config.needs_sync)
-    throw Failure(GW_ERR_UNSUPPORTED, "train: configuration '" + o.worker +
-                                          "' needs the training-step synchronizer (gw_sync), which this build does not have yet");
   const auto wall_start = std::chrono::steady_clock::now();
   const gwtrain::Dataset data = load_data(o.data);
-  RuntimePtr runtime = open_runtime(o.config_file);
+  const std::string toml_text = configuration_toml(o.config_file, config);
+  RuntimePtr runtime = open_runtime_text(toml_text);
   json result;
   try {
     gwtrain::CommExchange exchange(runtime.get());
     const bool leader = exchange.rank() == 0;
-    const gwtrain::TrainOptions options = train_options(o);
+    gwtrain::TrainOptions options = train_options(o);
+    options.lr *= config.lr_scale;
     const auto on_point = [&](const gwtrain::CurvePoint& p) {
       if (!leader) return;
       std::printf("%-10s epoch %5.2f  step %6llu  loss %.4f  test acc %.4f  sent %10s  %7.1f s\n", o.worker.c_str(),
@@ -157,15 +210,26 @@ void run_worker(const Options& o) {
                   human_bytes(double(p.bytes)).c_str(), p.seconds);
       std::fflush(stdout);
     };
+    if (leader) {
+      std::printf("%-10s %s\n", o.worker.c_str(), config.help);
+      std::fflush(stdout);
+    }
     const gwtrain::TrainResult r = gwtrain::train(data, options, exchange, on_point);
+    const gw_sync_stats st = exchange.stats();
     if (!leader) return;
+    const char* link = std::getenv("GW_LINK_RATE");
     json curve = json::array();
     for (const auto& p : r.curve)
       curve.push_back({{"step", p.step}, {"epoch", p.epoch}, {"seconds", p.seconds}, {"bytes", p.bytes},
                        {"raw_bytes", p.raw_bytes}, {"train_loss", p.train_loss}, {"test_loss", p.test_loss},
                        {"test_accuracy", p.test_accuracy}});
     result = {{"configuration", o.worker}, {"ranks", exchange.size()}, {"epochs", o.epochs}, {"batch", o.batch},
-              {"lr", o.lr}, {"seed", o.seed}, {"hidden", o.hidden}, {"curve", curve},
+              {"lr", options.lr}, {"seed", o.seed}, {"hidden", o.hidden}, {"curve", curve},
+              {"link", link ? link : "loopback"}, {"buckets", exchange.describe_buckets()}, {"toml", toml_text},
+              {"sync", {{"raw_bytes", st.raw_bytes}, {"wire_bytes", st.wire_bytes},
+                        {"compression_ratio", st.compression_ratio}, {"encode_seconds", st.encode_seconds},
+                        {"decode_seconds", st.decode_seconds}, {"transfer_seconds", st.transfer_seconds},
+                        {"steps", st.steps}, {"exchanges", st.syncs}}},
               {"wall_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count()}};
   } catch (const gwtrain::GwError& e) {
     throw Failure(e.status, std::string("train: ") + e.what());
@@ -187,13 +251,15 @@ std::string self_path() {
 // Runs `gradwire run -n N -- gradwire train --worker NAME ...` and returns its exit status.
 int launch(const Options& o, const std::string& name) {
   const std::string self = self_path();
-  std::vector<std::string> args{self, "run", "-n", std::to_string(o.ranks), "--", self, "train", "--worker", name,
+  std::vector<std::string> args{self, "run", "-n", std::to_string(o.ranks)};
+  if (!o.link.empty()) args.insert(args.end(), {"--link", o.link});
+  args.insert(args.end(), {"--", self, "train", "--worker", name,
                                 "--epochs", std::to_string(o.epochs), "--batch", std::to_string(o.batch),
                                 "--lr", std::to_string(o.lr), "--momentum", std::to_string(o.momentum),
                                 "--seed", std::to_string(o.seed), "--hidden", o.hidden, "--data", o.data,
                                 "--out", o.out, "--evals-per-epoch", std::to_string(o.evals_per_epoch),
                                 "--train-images", std::to_string(o.train_images),
-                                "--test-images", std::to_string(o.test_images)};
+                                "--test-images", std::to_string(o.test_images)});
   if (!o.config_file.empty()) args.insert(args.end(), {"--config", o.config_file});
   std::fflush(stdout);
   const pid_t pid = fork();
@@ -264,26 +330,30 @@ std::string table(const std::vector<Row>& rows, const Options& o) {
   std::string layers = o.hidden;
   std::replace(layers.begin(), layers.end(), ',', '-');
   t << "MLP 784-" << layers << "-10, " << o.ranks << " ranks, " << o.epochs << " epochs, global batch " << o.batch
-    << ", lr " << o.lr << ", seed " << o.seed << "\n";
+    << ", lr " << o.lr << ", seed " << o.seed << ", "
+    << [&] {
+         const std::string link = rows.empty() ? "loopback" : rows.front().result.value("link", std::string("loopback"));
+         return link == "loopback" ? std::string("on loopback") : "behind " + link + " links";
+       }()
+    << "\nsent/rank: payload bytes one rank sent (gw_sync_get_stats); ratio: what an uncompressed fp32 ring allreduce "
+       "of the gradients at every step sends, over that\n";
   return t.str();
 }
 
 void run_driver(const Options& o) {
   std::vector<std::string> names = split_list(o.configs);
   if (names.empty()) throw Failure(GW_ERR_INVALID_ARGUMENT, "train: --configs is empty; give e.g. --configs none");
+  { RuntimePtr check_config = open_runtime(o.config_file); }  // an invalid TOML file (its own line numbers)
   for (const auto& n : names) {
     const Configuration& c = find_configuration(n);
-    if (c.needs_sync)
-      throw Failure(GW_ERR_UNSUPPORTED, "train: configuration '" + n +
-                                            "' needs the training-step synchronizer (gw_sync), which this build "
-                                            "does not have yet; run --configs none");
+    RuntimePtr check_overlay = open_runtime_text(configuration_toml(o.config_file, c));  // codecs and schedules exist
   }
+  if (!o.link.empty()) gwcli::Cluster::check_rate(o.link, "train");
   train_options(o);  // bad option values fail here, before any rank starts
   if (o.batch % uint32_t(o.ranks) != 0)
     throw Failure(GW_ERR_INVALID_ARGUMENT, "train: the global batch (" + std::to_string(o.batch) +
                                                ") must be a multiple of the " + std::to_string(o.ranks) +
                                                " ranks, so every rank takes an equal shard");
-  { RuntimePtr check_config = open_runtime(o.config_file); }  // an invalid TOML file too
   const gwtrain::Dataset data = load_data(o.data);              // and a missing or corrupt data set
   std::printf("Fashion-MNIST: %u training and %u test images of %ux%u from %s\n", data.train.count, data.test.count,
               data.train.rows, data.train.cols, o.data.c_str());
@@ -340,13 +410,16 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--config", o->config_file, "gradwire TOML file (transport, codec settings, ...)");
   cmd->add_option("--data", o->data, "Directory with the Fashion-MNIST IDX files (.gz or plain)")->capture_default_str();
   std::string list;
-  for (const auto& c : kConfigurations) list += std::string("\n  ") + c.name + ": " + c.help + (c.needs_sync ? " (needs gw_sync)" : "");
+  for (const auto& c : kConfigurations) list += std::string("\n  ") + c.name + ": " + c.help;
   cmd->add_option("--configs", o->configs, "Configurations to run, comma-separated:" + list)->capture_default_str();
   cmd->add_option("--out", o->out, "Directory for table.txt, train.svg and one JSON per configuration")->capture_default_str();
   cmd->add_option("--evals-per-epoch", o->evals_per_epoch, "Test-set evaluations per epoch (points of the curve)")
       ->check(CLI::Range(1, 1000))->capture_default_str();
   cmd->add_option("--train-images", o->train_images, "Train on the first N images only (0: all 60000)")->capture_default_str();
   cmd->add_option("--test-images", o->test_images, "Evaluate on the first N test images only (0: all 10000)")->capture_default_str();
+  cmd->add_option("--link", o->link,
+                  "Train in the emulated cluster: every rank in its own network namespace behind a link of this "
+                  "rate (1gbit, 10gbit, ...); needs root, else loopback (scripts/cluster.sh)");
   cmd->add_option("--worker", o->worker, "Internal: run as one rank of configuration NAME")->group("");
   cmd->footer("Example: gradwire train --ranks 4 --epochs 5 --configs none --out train-out");
   cmd->callback([o, &exit_code] {

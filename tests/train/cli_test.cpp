@@ -104,4 +104,42 @@ TEST(TrainCommand, TwoRanksTrainLikeOne) {
   fs::remove_all(d);
 }
 
+// One compressed configuration through gw_sync on two ranks: top-k 1 % with error feedback sends a small
+// fraction of what the uncompressed gradients need and still learns; the user's TOML stays under the
+// configuration's overlay (its bucket size is kept, its codec replaced).
+TEST(TrainCommand, CompressedThroughTheSynchronizer) {
+  const fs::path d = temp_dir("topk");
+  const fs::path toml = d / "user.toml";
+  std::ofstream(toml) << "[codec]\nname = \"int8\"\n[bucket]\nbytes = 100000\n";
+  const auto r = run("--ranks 2 --epochs 1 --batch 64 --hidden 64 --train-images 4096 --test-images 1000 "
+                     "--evals-per-epoch 2 --configs topk-ef --config " + toml.string() + " --out " + d.string());
+  ASSERT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("topk-ef"), std::string::npos) << r.text;
+  std::ifstream in(d / "topk-ef.json");
+  const auto j = nlohmann::json::parse(in);
+  const auto& last = j.at("curve").back();
+  const double bytes = last.at("bytes").get<double>(), raw = last.at("raw_bytes").get<double>();
+  // 64 steps of the 50890-element gradient: the ring would send one gradient's worth per rank per step.
+  EXPECT_DOUBLE_EQ(raw, 64 * 4.0 * (784 * 64 + 64 + 64 * 10 + 10));
+  EXPECT_GT(bytes, 0);
+  EXPECT_LT(bytes, raw / 10) << "top-k 1 % should send far less than fp32";
+  EXPECT_GE(last.at("test_accuracy").get<double>(), 0.6);
+  EXPECT_GT(j.at("sync").at("compression_ratio").get<double>(), 10.0);
+  EXPECT_EQ(j.at("sync").at("steps").get<int>(), 64);
+  // The overlay replaced the codec; the user's bucket size split the weights (4 * 50176 bytes) from the rest.
+  const std::string text = j.at("toml");
+  EXPECT_NE(text.find("name = 'topk'"), std::string::npos) << text;
+  EXPECT_NE(text.find("bytes = 100000"), std::string::npos) << text;
+  EXPECT_NE(j.at("buckets").get<std::string>().find("topk"), std::string::npos) << j.at("buckets");
+  const auto table = r.text.substr(r.text.find("config"));
+  EXPECT_NE(table.find("topk-ef"), std::string::npos) << table;
+  fs::remove_all(d);
+}
+
+TEST(TrainCommand, BadLinkRate) {
+  const auto out = run("--link fast --configs none");
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find("not a link rate"), std::string::npos) << out.text;
+}
+
 }  // namespace

@@ -6,6 +6,7 @@ namespace gwcli::bench {
 
 void run_p1(const Options& options, const Emit& emit);  // suite_p1.cpp
 void run_p2(const Options& options, const Emit& emit);  // suite_p2.cpp
+void run_p5(const Options& options, const Emit& emit);  // suite_p5.cpp
 void run_p6(const Options& options, const Emit& emit);  // suite_p6.cpp
 
 // Each suite lives in its own file (suite_p1.cpp, ...) and is listed here once.
@@ -13,6 +14,7 @@ const std::vector<Suite>& suites() {
   static const std::vector<Suite> all = {
       {"P1", "dense codecs encode + decode, 256 MiB f32, one core, vs read-only sum and memcpy", run_p1},
       {"P2", "top-k selection (1 %, 0.1 % of 64 Mi f32) vs exact std::nth_element", run_p2},
+      {"P5", "compressed allreduce of 100 MB f32, 4 ranks behind 1 and 10 Gbit/s links, vs MPI_Allreduce", run_p5},
       {"P6", "chunked, overlapped encode -> send -> decode over UCX, 2 ranks, vs the same steps serialized", run_p6},
   };
   return all;

@@ -1,5 +1,5 @@
-// How ranks agree on a gradient: the one hook the trainer calls between the backward pass and the
-// optimizer step. SingleRank is the identity; CommExchange (comm_exchange.hpp) goes through libgradwire.
+// How ranks agree on the model: the hook the trainer calls between the backward pass and the optimizer
+// step. SingleRank does nothing; CommExchange (comm_exchange.hpp) goes through libgradwire's synchronizer.
 #pragma once
 
 #include <cstdint>
@@ -15,13 +15,17 @@ class Exchange {
   virtual ~Exchange() = default;
   virtual uint32_t rank() const = 0;
   virtual uint32_t size() const = 0;
-  // The gradient-averaging hook, called once per step before the optimizer step: on return every rank's
-  // `gradients` (all tensors back to back, as `tensors` describes) holds the same average over all ranks.
-  virtual void average_gradients(std::span<float> gradients, const std::vector<TensorInfo>& tensors,
-                                 uint64_t step) = 0;
-  // Sums evaluation counters over all ranks, in place.
+  // Called once before the first step with the model's buffers (all tensors back to back, as `tensors`
+  // describes); they stay valid for the whole training.
+  virtual void attach(std::span<float> parameters, std::span<float> gradients, const std::vector<TensorInfo>& tensors) = 0;
+  // Called every step after the backward pass: on return the gradients (and, for schedules that average
+  // them, the parameters) are what the optimizer should see. Returns whether the optimizer applies the
+  // gradients this step.
+  virtual bool synchronize() = 0;
+  // Sums evaluation counters over all ranks, in place (between steps).
   virtual void sum(std::span<double> values) = 0;
-  // Bytes this rank has sent for gradient exchange so far, and what uncompressed fp32 would have sent.
+  // Bytes this rank has sent for the model so far, and what an uncompressed fp32 ring allreduce of the
+  // gradients at every step would have sent by now (the baseline of the compression ratio).
   virtual uint64_t bytes_sent() const = 0;
   virtual uint64_t raw_bytes() const = 0;
 };
@@ -31,7 +35,8 @@ class SingleRank final : public Exchange {
  public:
   uint32_t rank() const override { return 0; }
   uint32_t size() const override { return 1; }
-  void average_gradients(std::span<float>, const std::vector<TensorInfo>&, uint64_t) override {}
+  void attach(std::span<float>, std::span<float>, const std::vector<TensorInfo>&) override {}
+  bool synchronize() override { return true; }
   void sum(std::span<double>) override {}
   uint64_t bytes_sent() const override { return 0; }
   uint64_t raw_bytes() const override { return 0; }

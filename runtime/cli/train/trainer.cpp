@@ -78,6 +78,7 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
   model.init(o.seed);
   Sgd sgd(model.parameters().size(), o.momentum);
   const Normalization norm = normalization_of(data.train);
+  exchange.attach(model.parameters(), model.gradients(), model.tensors());
 
   // This rank's share of the test set, evaluated in chunks.
   const uint32_t test_begin = uint32_t(uint64_t(n_test) * rank / ranks);
@@ -98,10 +99,10 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
       fill_batch(data.train, norm, order.data() + size_t(s) * o.batch + size_t(rank) * shard, shard, x, labels);
       loss_since += model.compute_gradients(x, labels.data());
       ++steps_since;
-      exchange.average_gradients(model.gradients(), model.tensors(), step);
+      const bool apply = exchange.synchronize();
       const double progress = double(step) / double(total_steps);
       const float lr = float(0.5 * o.lr * (1.0 + std::cos(M_PI * progress)));
-      sgd.step(model.parameters(), model.gradients(), lr);
+      if (apply) sgd.step(model.parameters(), model.gradients(), lr);
 
       // `evals` evenly spaced evaluations per epoch, the last one after the epoch's last step.
       if (uint64_t(s + 1) * evals / steps_per_epoch == uint64_t(s) * evals / steps_per_epoch) continue;

@@ -1,6 +1,7 @@
 // Data-parallel training of the MLP on Fashion-MNIST: every rank holds the whole data set and the same
 // initial weights; each step every rank takes its shard of the same global batch, computes the gradient
-// of its shard's mean loss, the Exchange averages the gradients, and every rank applies the same SGD step.
+// of its shard's mean loss, the Exchange synchronizes (averages the gradients through a codec, or the
+// parameters every few steps), and every rank applies its SGD step.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,7 @@ struct CurvePoint {
   double epoch = 0;
   double seconds = 0;      // training wall time so far, evaluations excluded
   uint64_t bytes = 0;      // bytes this rank sent for gradient exchange so far
-  uint64_t raw_bytes = 0;  // what uncompressed fp32 allreduce would have sent
+  uint64_t raw_bytes = 0;  // what uncompressed fp32 allreduce of the gradients every step would have sent
   double train_loss = 0;   // mean training loss since the previous point, over all ranks
   double test_loss = 0;
   double test_accuracy = 0;

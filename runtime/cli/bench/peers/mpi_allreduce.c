@@ -1,0 +1,67 @@
+/* The Open MPI peer of the allreduce benchmarks: MPI_Allreduce (sum, in place) of COUNT floats, one
+ * warm-up and REPS timed calls, each started after a barrier and timed as the slowest rank's. Rank 0
+ * prints one JSON line: {"peer": "MPI_Allreduce", "ranks": n, "count": COUNT, "seconds": [...]}.
+ * Every call's result is checked (each rank contributes 1.0 per element: the sum is the rank count).
+ *
+ *   mpirun -np 4 gradwire-mpi-allreduce COUNT REPS
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static long parse(const char* s, const char* what, long lo, long hi) {
+  char* end = NULL;
+  long v = strtol(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+    fprintf(stderr, "gradwire-mpi-allreduce: %s must be a number in %ld..%ld, not '%s'\n", what, lo, hi, s);
+    exit(2);
+  }
+  return v;
+}
+
+int main(int argc, char** argv) {
+  int rank = 0, size = 1;
+  long count, reps, i, r;
+  float* buf;
+  double* seconds;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc != 3) {
+    if (rank == 0) fprintf(stderr, "usage: mpirun -np N gradwire-mpi-allreduce COUNT REPS\n");
+    MPI_Finalize();
+    return 2;
+  }
+  count = parse(argv[1], "COUNT", 1, 1L << 31);
+  reps = parse(argv[2], "REPS", 1, 10000);
+  buf = (float*)malloc((size_t)count * sizeof(float));
+  seconds = (double*)malloc((size_t)reps * sizeof(double));
+  if (!buf || !seconds) {
+    fprintf(stderr, "gradwire-mpi-allreduce: out of memory for %ld floats\n", count);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  for (r = -1; r < reps; ++r) { /* r = -1: the warm-up */
+    double t0, mine, slowest = 0;
+    for (i = 0; i < count; ++i) buf[i] = 1.0f;
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    mine = MPI_Wtime() - t0;
+    MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (buf[0] != (float)size || buf[count - 1] != (float)size || buf[count / 2] != (float)size) {
+      fprintf(stderr, "gradwire-mpi-allreduce: rank %d: wrong sum %g (expected %d)\n", rank, (double)buf[0], size);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (r >= 0) seconds[r] = slowest;
+  }
+  if (rank == 0) {
+    printf("{\"peer\": \"MPI_Allreduce\", \"ranks\": %d, \"count\": %ld, \"seconds\": [", size, count);
+    for (r = 0; r < reps; ++r) printf("%s%.6f", r ? ", " : "", seconds[r]);
+    printf("]}\n");
+    fflush(stdout);
+  }
+  free(buf);
+  free(seconds);
+  MPI_Finalize();
+  return 0;
+}

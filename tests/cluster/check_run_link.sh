@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `gradwire run --link` (given the built command as $1): every rank in its own namespace of the emulated
+# cluster with UCX set to TCP on its veth and the root at rank 0's address; the namespaces gone however
+# the ranks end; a bad rate refused; without root a message and loopback. Needs root (exit 77 otherwise).
+set -u
+gw="$1"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+clusters() { ip netns list 2>/dev/null | awk '{print $1}' | grep -c -E '^gw[0-9]+-(sw|r[0-9]+)$' || true; }
+
+[ "$(id -u)" -eq 0 ] || { echo "not root: skipped"; exit 77; }
+before="$(clusters)"
+
+out="$("$gw" run -n 2 --link 100mbit -- sh -c \
+  'echo "env $GW_RANK $GW_ROOT_ADDR $UCX_TLS $UCX_NET_DEVICES $GW_LINK_RATE"; ip -br addr show eth0; tc qdisc show dev eth0' 2>&1)"
+[ $? -eq 0 ] || fail "run --link: $out"
+echo "$out" | grep -q "^\[0\] env 0 198.18.0.1 tcp eth0 100mbit" || fail "rank 0's environment: $out"
+echo "$out" | grep -q "^\[1\] env 1 198.18.0.1 tcp eth0 100mbit" || fail "rank 1's environment: $out"
+echo "$out" | grep -q "^\[1\] eth0.*198.18.0.2/24" || fail "rank 1 is not at 198.18.0.2: $out"
+echo "$out" | grep -q "^\[0\] qdisc tbf.*rate 100Mbit" || fail "no token bucket on rank 0's link: $out"
+[ "$(clusters)" -eq "$before" ] || fail "run --link left namespaces behind"
+
+# A failing rank: its status, and nothing left behind (the other rank is stopped).
+"$gw" run -n 2 --link 1gbit -- sh -c 'if [ "$GW_RANK" = 1 ]; then exit 3; fi; sleep 30' >/dev/null 2>&1
+[ $? -eq 3 ] || fail "a failing rank's status must come back"
+[ "$(clusters)" -eq "$before" ] || fail "a failed run left namespaces behind"
+pgrep -f "sleep 30" >/dev/null && fail "a rank outlived the run"
+
+# Ranks talking over the links through UCX (every codec) and Open MPI over TCP: P5 on 4 MB.
+out="$("$gw" bench --suite P5 --quick --repetitions 1 --link 1gbit --json 2>&1)"
+[ $? -eq 0 ] || fail "bench P5 --quick --link 1gbit: $out"
+echo "$out" | grep '"suite":"P5"' | grep -q '"link":"1gbit"' || fail "P5 did not run behind the links: $out"
+[ "$(echo "$out" | grep -c '"suite":"P5"')" -eq 7 ] || fail "P5 must report every codec: $out"
+[ "$(clusters)" -eq "$before" ] || fail "bench P5 left namespaces behind"
+
+# Bad input, and no root.
+out="$("$gw" run -n 2 --link fast -- true 2>&1)"
+[ $? -ne 0 ] && echo "$out" | grep -q "not a link rate" || fail "bad rate: $out"
+if command -v setpriv >/dev/null; then
+  out="$(setpriv --reuid=65534 --regid=65534 --clear-groups "$gw" run -n 1 --link 1gbit -- sh -c 'echo "addr ${GW_ROOT_ADDR}"' 2>&1)"
+  [ $? -eq 0 ] || fail "without root the run must go on, on loopback: $out"
+  echo "$out" | grep -q "needs root" || fail "without root, no message: $out"
+  echo "$out" | grep -q "addr 127.0.0.1" || fail "without root the ranks must use loopback: $out"
+fi
+echo "gradwire run --link: all checks passed"
