@@ -19,7 +19,10 @@ void print_row(const bench::Result& r) {
   std::cout << std::left << std::setw(4) << r.suite << std::setw(34) << r.case_name << std::right << std::setw(12)
             << std::setprecision(4) << r.ours << std::setw(12) << r.peer << "  " << std::left << std::setw(8) << r.unit
             << std::setw(16) << r.peer_name << std::right << std::setw(8) << std::setprecision(3) << r.ratio;
-  if (r.extra.contains("target")) std::cout << "  target " << r.extra["target"].get<std::string>();
+  if (r.extra.contains("target")) {
+    const auto& target = r.extra["target"];
+    std::cout << "  target " << (target.is_string() ? target.get<std::string>() : target.dump());
+  }
   std::cout << "\n";
 }
 

@@ -83,3 +83,11 @@ TEST(Cli, UnknownBenchSuite) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown suite 'P99'"), std::string::npos) << r.output;
 }
+
+// The table printer copes with every kind of figure a suite reports (numbers and strings in extra).
+TEST(Cli, BenchTableOutput) {
+  auto r = gwtest::run_command(kCli + " bench --suite P1,P2 --quick --repetitions 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\nP1  "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nP2  "), std::string::npos) << r.output;
+}
