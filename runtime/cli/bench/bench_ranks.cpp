@@ -1,0 +1,158 @@
+#include "bench/bench_ranks.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace gwcli::bench {
+
+void check_bench(gw_status s, const std::string& what) {
+  if (s != GW_OK) throw std::runtime_error(what + ": " + gw_status_string(s) + ": " + gw_last_error());
+}
+
+double slowest_rank(gw_comm* comm, double mine) {
+  gw_tensor t = GW_TENSOR_INIT;
+  t.dtype = GW_DTYPE_F64;
+  t.data = &mine;
+  t.count = 1;
+  check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_MAX), "allreduce of the timings");
+  return mine;
+}
+
+int free_port_below_ephemeral() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("bench: socket failed");
+  for (int i = 0; i < 12000; ++i) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    const int port = 20000 + (int(getpid()) * 7 + i) % 12000;
+    a.sin_port = htons(uint16_t(port));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+      close(fd);
+      return port;
+    }
+  }
+  close(fd);
+  throw std::runtime_error("bench: no free port between 20000 and 32000");
+}
+
+namespace {
+
+[[noreturn]] void rank_main(int rank, int n, int port, const Env& env, const std::string& config,
+                            const std::function<nlohmann::json(gw_comm*)>& body, int result_fd) {
+  int code = 0;
+  try {
+    setenv("GW_RANK", std::to_string(rank).c_str(), 1);
+    setenv("GW_WORLD_SIZE", std::to_string(n).c_str(), 1);
+    setenv("GW_LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    setenv("GW_ROOT_ADDR", "127.0.0.1", 1);
+    setenv("GW_ROOT_PORT", std::to_string(port).c_str(), 1);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+    if (!config.empty()) ro.config_path = config.c_str();
+    gw_runtime* rt = nullptr;
+    check_bench(gw_runtime_create(&ro, &rt), "gw_runtime_create");
+    gw_comm* comm = nullptr;
+    gw_comm_options co = GW_COMM_OPTIONS_INIT;
+    co.timeout_s = 300;
+    check_bench(gw_comm_create(rt, &co, &comm), "gw_comm_create");
+    const nlohmann::json result = body(comm);
+    check_bench(gw_comm_destroy(comm), "gw_comm_destroy");
+    gw_runtime_destroy(rt);
+    if (rank == 0) {
+      const std::string text = result.dump();
+      for (size_t done = 0; done < text.size();) {
+        const ssize_t w = write(result_fd, text.data() + done, text.size() - done);
+        if (w <= 0) break;
+        done += size_t(w);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench rank %d: %s\n", rank, e.what());
+    code = 1;
+  }
+  std::fflush(stderr);
+  _exit(code);
+}
+
+}  // namespace
+
+nlohmann::json run_forked_ranks(int n, const Env& env, const std::string& config,
+                                const std::function<nlohmann::json(gw_comm*)>& body) {
+  const int port = free_port_below_ephemeral();
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("bench: pipe failed");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("bench: fork failed");
+    if (pid == 0) {
+      close(fds[0]);
+      rank_main(r, n, port, env, config, body, fds[1]);
+    }
+    pids.push_back(pid);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[65536];
+  for (ssize_t got; (got = read(fds[0], buf, sizeof(buf))) != 0;) {
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) break;
+    text.append(buf, size_t(got));
+  }
+  close(fds[0]);
+  bool failed = false;
+  for (pid_t pid : pids) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    failed = failed || !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  if (failed || text.empty()) throw std::runtime_error("bench: a rank failed (its message is above)");
+  return nlohmann::json::parse(text);
+}
+
+int run_captured(const std::vector<std::string>& argv, const Env& env, std::string* out) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("bench: pipe failed");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("bench: fork failed");
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "bench: cannot start %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[4096];
+  for (ssize_t got; (got = read(fds[0], buf, sizeof(buf))) != 0;) {
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) break;
+    if (out) out->append(buf, size_t(got));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+}  // namespace gwcli::bench

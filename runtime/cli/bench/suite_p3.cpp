@@ -1,0 +1,180 @@
+// P3: point-to-point bandwidth and latency through the UCX transport, 2 ranks, 8 B - 64 MiB, with
+// UCX_TLS=shm and UCX_TLS=tcp, against ucx_perftest (tag_bw, tag_lat) run with the same UCX_TLS.
+//
+//   ours: two forked ranks (bench_ranks), gw_send / gw_recv between them.
+//     latency: ping-pong, one-way time = round trip / 2, median over the iterations of a repetition;
+//     bandwidth: rank 0 keeps a window of 16 gw_send_start in flight, rank 1 the matching receives;
+//       timed until rank 1's 1-byte acknowledgement of the last message arrives.
+//   peer: `ucx_perftest -p PORT` (server) and `ucx_perftest 127.0.0.1 -p PORT -t tag_lat|tag_bw -s SIZE
+//     -n ITERS -f -v` (client), same UCX_TLS; the median latency (50th percentile) and overall bandwidth.
+// Each figure: median of the repetitions. ratio: bandwidth ours / peer (target >= 0.9), latency
+// peer / ours (target >= 0.83). MB/s are 2^20 bytes, as ucx_perftest prints them.
+#include <gradwire/gradwire.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "bench/bench.hpp"
+#include "bench/bench_ranks.hpp"
+
+namespace gwcli::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+constexpr int kWindow = 16;
+
+uint64_t latency_iterations(uint64_t size) { return size <= 65536 ? 2000 : size <= (4u << 20) ? 100 : 10; }
+uint64_t bandwidth_iterations(uint64_t size) {
+  return std::clamp<uint64_t>((uint64_t{256} << 20) / size, 32, 20000);
+}
+
+gw_tensor bytes(void* data, uint64_t n) {
+  gw_tensor t = GW_TENSOR_INIT;
+  t.dtype = GW_DTYPE_U8;
+  t.data = data;
+  t.count = n;
+  return t;
+}
+
+// One repetition of the ping-pong; returns rank 0's median one-way latency in microseconds.
+double ping_pong(gw_comm* comm, std::vector<char>& buf, uint64_t size, uint64_t iters) {
+  const uint32_t rank = gw_comm_rank(comm), other = 1 - rank;
+  gw_tensor t = bytes(buf.data(), size);
+  std::vector<double> samples;
+  check_bench(gw_barrier(comm), "barrier");
+  for (uint64_t i = 0; i < iters; ++i) {
+    const auto t0 = Clock::now();
+    if (rank == 0) {
+      check_bench(gw_send(comm, &t, other, 1), "send");
+      check_bench(gw_recv(comm, &t, other, 1), "recv");
+      samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 2);
+    } else {
+      check_bench(gw_recv(comm, &t, other, 1), "recv");
+      check_bench(gw_send(comm, &t, other, 1), "send");
+    }
+  }
+  return rank == 0 ? summarize(samples).median : 0;
+}
+
+// One repetition of the streaming test; returns MB/s seen by rank 0.
+double stream(gw_comm* comm, std::vector<char>& buf, uint64_t size, uint64_t iters) {
+  const uint32_t rank = gw_comm_rank(comm), other = 1 - rank;
+  gw_tensor t = bytes(buf.data(), size);
+  char ack_byte = 0;
+  gw_tensor ack = bytes(&ack_byte, 1);
+  check_bench(gw_barrier(comm), "barrier");
+  const auto t0 = Clock::now();
+  std::vector<gw_request*> window;
+  for (uint64_t i = 0; i < iters; i += kWindow) {
+    const uint64_t k = std::min<uint64_t>(kWindow, iters - i);
+    window.assign(k, nullptr);
+    for (uint64_t j = 0; j < k; ++j)
+      check_bench(rank == 0 ? gw_send_start(comm, &t, other, 2, &window[j]) : gw_recv_start(comm, &t, other, 2, &window[j]),
+                  "start");
+    for (gw_request* r : window) {
+      check_bench(gw_request_wait(r, -1), "wait");
+      gw_request_free(r);
+    }
+  }
+  check_bench(rank == 0 ? gw_recv(comm, &ack, other, 3) : gw_send(comm, &ack, other, 3), "acknowledgement");
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return double(size) * double(iters) / seconds / (1 << 20);
+}
+
+json measure_ours(const std::string& tls, const std::vector<uint64_t>& sizes, int reps) {
+  return run_forked_ranks(2, {{"UCX_TLS", tls}}, "", [&](gw_comm* comm) {
+    json out = json::array();
+    std::vector<char> buf(sizes.back());
+    for (uint64_t size : sizes) {
+      std::vector<double> lat, bw;
+      ping_pong(comm, buf, size, std::min<uint64_t>(latency_iterations(size), 50));  // warm-up
+      stream(comm, buf, size, std::min<uint64_t>(bandwidth_iterations(size), 64));
+      for (int r = 0; r < reps; ++r) {
+        lat.push_back(ping_pong(comm, buf, size, latency_iterations(size)));
+        bw.push_back(stream(comm, buf, size, bandwidth_iterations(size)));
+      }
+      out.push_back({{"size", size}, {"lat", lat}, {"bw", bw}});
+    }
+    return out;
+  });
+}
+
+// One ucx_perftest client/server pair; returns the last CSV line's fields.
+std::vector<double> perftest(const std::string& tls, const char* test, uint64_t size, uint64_t iters) {
+  const std::string port = std::to_string(free_port_below_ephemeral());
+  const pid_t server = fork();
+  if (server < 0) throw std::runtime_error("P3: fork failed");
+  if (server == 0) {
+    setenv("UCX_TLS", tls.c_str(), 1);
+    if (!std::freopen("/dev/null", "w", stdout)) _exit(127);
+    execlp("ucx_perftest", "ucx_perftest", "-p", port.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string out;
+  int status = 1;
+  for (int attempt = 0; attempt < 20 && status != 0; ++attempt) {  // until the server listens
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    out.clear();
+    status = run_captured({"ucx_perftest", "127.0.0.1", "-p", port, "-t", test, "-s", std::to_string(size), "-n",
+                           std::to_string(iters), "-w", std::to_string(std::min<uint64_t>(iters, 100)), "-f", "-v"},
+                          {{"UCX_TLS", tls}}, &out);
+  }
+  kill(server, SIGTERM);
+  waitpid(server, nullptr, 0);
+  if (status != 0)
+    throw std::runtime_error("P3: ucx_perftest " + std::string(test) + " failed (is ucx-utils installed?): " + out);
+  std::istringstream lines(out);
+  std::string line, last;
+  while (std::getline(lines, line))
+    if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0]))) last = line;
+  std::vector<double> fields;
+  std::istringstream cells(last);
+  for (std::string cell; std::getline(cells, cell, ',');) fields.push_back(std::stod(cell));
+  if (fields.size() < 6) throw std::runtime_error("P3: cannot read ucx_perftest's output: " + out);
+  return fields;  // iterations, 50th percentile latency, avg latency, overall latency, avg bw, overall bw, ...
+}
+
+std::string size_name(uint64_t s) {
+  if (s >= (1u << 20)) return std::to_string(s >> 20) + "MiB";
+  if (s >= 1024) return std::to_string(s >> 10) + "KiB";
+  return std::to_string(s) + "B";
+}
+
+}  // namespace
+
+void run_p3(const Options& o, const Emit& emit) {
+  const std::vector<uint64_t> sizes = o.quick ? std::vector<uint64_t>{8, 65536, 1u << 20}
+                                              : std::vector<uint64_t>{8, 512, 8192, 262144, 4u << 20, 64u << 20};
+  for (const std::string tls : {"shm", "tcp"}) {
+    const json ours = measure_ours(tls, sizes, o.repetitions);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const uint64_t size = sizes[i];
+      std::vector<double> peer_lat, peer_bw;
+      for (int r = 0; r < o.repetitions; ++r) {
+        peer_lat.push_back(perftest(tls, "tag_lat", size, latency_iterations(size))[1]);
+        peer_bw.push_back(perftest(tls, "tag_bw", size, bandwidth_iterations(size))[5]);
+      }
+      const Stats ol = summarize(ours[i]["lat"].get<std::vector<double>>());
+      const Stats ob = summarize(ours[i]["bw"].get<std::vector<double>>());
+      const Stats pl = summarize(peer_lat), pb = summarize(peer_bw);
+      Result bw{"P3", tls + " bw " + size_name(size), ob.median, pb.median, "MB/s", ob.median / pb.median,
+                "ucx_perftest tag_bw", {{"spread", ob.spread}, {"peer_spread", pb.spread}, {"target", ">= 0.9"}}};
+      emit(bw);
+      Result lat{"P3", tls + " lat " + size_name(size), ol.median, pl.median, "us", pl.median / ol.median,
+                 "ucx_perftest tag_lat", {{"spread", ol.spread}, {"peer_spread", pl.spread}, {"target", ">= 0.83"}}};
+      emit(lat);
+    }
+  }
+}
+
+}  // namespace gwcli::bench

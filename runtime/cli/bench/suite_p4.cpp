@@ -1,0 +1,109 @@
+// P4: dense allreduce (f32 sum, in place), 2 and 4 ranks, 4 KiB - 256 MiB, against Open MPI's
+// MPI_Allreduce with the same placement (every rank on this host, none bound to a core).
+//
+//   ours: N forked ranks (bench_ranks) with UCX's default transports; per size one warm-up and the
+//     repetitions, each started after a barrier and timed as the slowest rank's (an allreduce max).
+//   peer: `mpirun --allow-run-as-root --oversubscribe --bind-to none -np N gradwire-mpi-allreduce COUNT
+//     REPS` (runtime/cli/bench/peers/mpi_allreduce.c), timed the same way.
+// ratio = MPI median / ours median (target >= 1.0 from 1 MiB up). extra: busbw of both (GB/s, the
+// nccl-tests convention: bytes / time * 2 (n - 1) / n), the algorithm gradwire used, spreads.
+#include <gradwire/gradwire.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include "bench/bench.hpp"
+#include "bench/bench_ranks.hpp"
+
+namespace gwcli::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr uint64_t kRingThreshold = 65536;  // [collectives] ring_threshold_bytes' default
+
+json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o) {
+  return run_forked_ranks(n, {}, o.config, [&](gw_comm* comm) {
+    json out = json::array();
+    std::vector<float> buf(sizes.back() / 4);
+    for (uint64_t size : sizes) {
+      const uint64_t count = size / 4;
+      gw_tensor t = GW_TENSOR_INIT;
+      t.data = buf.data();
+      t.count = count;
+      std::vector<double> seconds;
+      for (int rep = 0; rep <= o.repetitions; ++rep) {  // repetition 0: the warm-up
+        std::fill(buf.begin(), buf.begin() + long(count), 1.0f);
+        check_bench(gw_barrier(comm), "barrier");
+        const auto t0 = Clock::now();
+        check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce");
+        const double s = slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count());
+        if (buf[0] != float(n) || buf[count - 1] != float(n)) throw std::runtime_error("P4: wrong allreduce result");
+        if (rep > 0) seconds.push_back(s);
+      }
+      out.push_back({{"size", size}, {"seconds", seconds}});
+    }
+    return out;
+  });
+}
+
+std::vector<double> measure_mpi(int n, uint64_t size, int reps) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path peer = self.parent_path() / "gradwire-mpi-allreduce";
+  if (ec || !fs::exists(peer))
+    throw std::runtime_error("P4: the MPI peer " + peer.string() +
+                             " was not built (Open MPI missing at configure time: Debian openmpi-bin libopenmpi-dev)");
+  std::string out;
+  const int status = run_captured({"mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np",
+                                   std::to_string(n), peer.string(), std::to_string(size / 4), std::to_string(reps)},
+                                  {}, &out);
+  const size_t at = out.find("{\"peer\"");
+  if (status != 0 || at == std::string::npos)
+    throw std::runtime_error("P4: mpirun failed (status " + std::to_string(status) + "): " + out);
+  return json::parse(out.substr(at, out.find('\n', at) - at))["seconds"].get<std::vector<double>>();
+}
+
+std::string size_name(uint64_t s) {
+  if (s >= (1u << 20)) return std::to_string(s >> 20) + "MiB";
+  return std::to_string(s >> 10) + "KiB";
+}
+
+}  // namespace
+
+void run_p4(const Options& o, const Emit& emit) {
+  const std::vector<uint64_t> sizes =
+      o.quick ? std::vector<uint64_t>{4096, 1u << 20}
+              : std::vector<uint64_t>{4096, 65536, 262144, 1u << 20, 4u << 20, 16u << 20, 64u << 20, 256u << 20};
+  for (int n : {2, 4}) {
+    const json ours = measure_ours(n, sizes, o);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const uint64_t size = sizes[i];
+      const Stats us = summarize(ours[i]["seconds"].get<std::vector<double>>());
+      const Stats peer = summarize(measure_mpi(n, size, o.repetitions));
+      const double factor = 2.0 * (n - 1) / n;
+      Result r{"P4",
+               std::to_string(n) + " ranks " + size_name(size),
+               us.median * 1e3,
+               peer.median * 1e3,
+               "ms",
+               peer.median / us.median,
+               "MPI_Allreduce",
+               {{"busbw_GBps", double(size) / us.median * factor / 1e9},
+                {"peer_busbw_GBps", double(size) / peer.median * factor / 1e9},
+                {"algorithm", size >= kRingThreshold ? "ring" : "recursive doubling"},
+                {"spread", us.spread},
+                {"peer_spread", peer.spread}}};
+      if (size >= (1u << 20)) r.extra["target"] = ">= 1.0";
+      emit(r);
+    }
+  }
+}
+
+}  // namespace gwcli::bench
