@@ -8,6 +8,7 @@ void run_p1(const Options& options, const Emit& emit);  // suite_p1.cpp
 void run_p2(const Options& options, const Emit& emit);  // suite_p2.cpp
 void run_p3(const Options& options, const Emit& emit);  // suite_p3.cpp
 void run_p4(const Options& options, const Emit& emit);  // suite_p4.cpp
+void run_p5(const Options& options, const Emit& emit);  // suite_p5.cpp
 void run_p6(const Options& options, const Emit& emit);  // suite_p6.cpp
 
 // Each suite lives in its own file (suite_p1.cpp, ...) and is listed here once.
@@ -17,6 +18,7 @@ const std::vector<Suite>& suites() {
       {"P2", "top-k selection (1 %, 0.1 % of 64 Mi f32) vs exact std::nth_element", run_p2},
       {"P3", "point-to-point bandwidth and latency over UCX (shm, tcp), 8 B - 64 MiB, vs ucx_perftest", run_p3},
       {"P4", "dense allreduce, 2 and 4 ranks, 4 KiB - 256 MiB, vs Open MPI MPI_Allreduce", run_p4},
+      {"P5", "compressed allreduce of 100 MB f32, 4 ranks behind 1 and 10 Gbit/s links, vs MPI_Allreduce", run_p5},
       {"P6", "chunked, overlapped encode -> send -> decode over UCX, 2 ranks, vs the same steps serialized", run_p6},
   };
   return all;
