@@ -13,7 +13,7 @@
 #ifndef GRADWIRE_GRADWIRE_H
 #define GRADWIRE_GRADWIRE_H
 
-#include "gradwire/types.h"
+#include "types.h" /* same folder: works installed, in the tree, with or without -I */
 
 GW_EXTERN_C_BEGIN
 

@@ -17,7 +17,7 @@
 #ifndef GRADWIRE_PLUGIN_H
 #define GRADWIRE_PLUGIN_H
 
-#include "gradwire/types.h"
+#include "types.h" /* same folder: works installed, in the tree, with or without -I */
 
 GW_EXTERN_C_BEGIN
 
