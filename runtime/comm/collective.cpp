@@ -2,6 +2,7 @@
 
 #include <gradwire/gradwire.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -12,6 +13,33 @@ namespace {
 
 constexpr uint32_t kMagic = 0x43574747u;  // "GGWC": a gradwire collective message
 constexpr uint8_t kPacked = 1;
+
+// Scratch buffers of finished collectives, kept for the next ones on this thread (a communicator is used
+// by one thread at a time). At most kPoolBuffers buffers.
+constexpr size_t kPoolBuffers = 4;
+thread_local std::vector<std::pair<std::unique_ptr<unsigned char[]>, uint64_t>> t_scratch_pool;
+
+std::pair<std::unique_ptr<unsigned char[]>, uint64_t> take_scratch(uint64_t bytes) {
+  size_t best = t_scratch_pool.size();
+  for (size_t i = 0; i < t_scratch_pool.size(); ++i)
+    if (t_scratch_pool[i].second >= bytes && (best == t_scratch_pool.size() || t_scratch_pool[i].second < t_scratch_pool[best].second))
+      best = i;
+  if (best == t_scratch_pool.size()) return {std::unique_ptr<unsigned char[]>(new unsigned char[bytes]), bytes};
+  auto found = std::move(t_scratch_pool[best]);
+  t_scratch_pool.erase(t_scratch_pool.begin() + long(best));
+  return found;
+}
+
+void give_back_scratch(std::unique_ptr<unsigned char[]> data, uint64_t size) {
+  if (!data) return;
+  t_scratch_pool.emplace_back(std::move(data), size);
+  if (t_scratch_pool.size() > kPoolBuffers) {  // drop the smallest
+    auto smallest = std::min_element(t_scratch_pool.begin(), t_scratch_pool.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+    t_scratch_pool.erase(smallest);
+  }
+}
+
 
 std::string dtype_text(uint32_t dtype) {
   const char* name = gw_dtype_name(gw_dtype(dtype));
@@ -77,6 +105,7 @@ Collective::~Collective() {
   }
   // The coroutine frames reference this object; destroy them before the members they use.
   task_ = Task();
+  for (auto& s : scratch_) give_back_scratch(std::move(s.data), s.size);
 }
 
 Collective::AllAwaiter Collective::all() {
@@ -86,8 +115,15 @@ Collective::AllAwaiter Collective::all() {
 
 unsigned char* Collective::scratch(unsigned slot, uint64_t bytes) {
   if (scratch_.size() <= slot) scratch_.resize(slot + 1);
-  if (scratch_[slot].size() < bytes) scratch_[slot].resize(bytes);
-  return scratch_[slot].data();
+  Scratch& s = scratch_[slot];
+  if (s.size < bytes || !s.data) {
+    auto [data, size] = take_scratch(std::max<uint64_t>(bytes, 1));
+    if (s.data && s.size > 0) std::memcpy(data.get(), s.data.get(), s.size);  // keep what was there
+    give_back_scratch(std::move(s.data), s.size);
+    s.data = std::move(data);
+    s.size = size;
+  }
+  return s.data.get();
 }
 
 uint32_t Collective::send(uint32_t peer, uint32_t step, const void* data, uint64_t bytes) {

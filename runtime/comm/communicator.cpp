@@ -219,11 +219,17 @@ gw_status Communicator::test(gw_request* r) {
 
 gw_status Communicator::wait(gw_request* r, double timeout_s) {
   const auto start = Clock::now();
+  auto last_progress = start;
   while (r->status == GW_IN_PROGRESS) {
-    if (!progress() && r->status == GW_IN_PROGRESS) {
-      if (timeout_s >= 0 && std::chrono::duration<double>(Clock::now() - start).count() > timeout_s) return GW_ERR_TIMEOUT;
-      sched_yield();  // other ranks may share this core
+    if (progress()) {
+      last_progress = Clock::now();
+      continue;
     }
+    if (r->status != GW_IN_PROGRESS) break;
+    const auto now = Clock::now();
+    if (timeout_s >= 0 && std::chrono::duration<double>(now - start).count() > timeout_s) return GW_ERR_TIMEOUT;
+    // Spin a little (a message is usually microseconds away), then let other ranks on this core run.
+    if (now - last_progress > std::chrono::microseconds(50)) sched_yield();
   }
   return r->status;
 }

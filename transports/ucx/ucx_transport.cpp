@@ -8,6 +8,7 @@
 // close. See docs/collectives.md (transport section).
 #include <gradwire/plugin.h>
 #include <ucp/api/ucp.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <algorithm>
@@ -40,6 +41,11 @@ const gw_config_key kConfigKeys[] = {
     {sizeof(gw_config_key), "rndv_threshold", GW_CONFIG_STRING, "\"\"",
      "Message size from which UCX switches to the zero-copy rendezvous protocol, in UCX_RNDV_THRESH "
      "syntax (\"8k\"); empty: the environment or UCX's automatic choice.",
+     1.0, 0.0, nullptr},
+    {sizeof(gw_config_key), "local_peer_failure_detection", GW_CONFIG_BOOL, "false",
+     "Create endpoints to ranks on this host with UCX's peer-failure handling too; UCX then cannot use "
+     "shared memory between them (TCP only), otherwise a crashed local rank is found by [runtime] "
+     "timeout_s and the other ranks' failure notices.",
      1.0, 0.0, nullptr},
     {sizeof(gw_config_key), "close_timeout_s", GW_CONFIG_FLOAT, "5",
      "Seconds destroy waits for endpoints to flush and close before closing them by force.", 0.0,
@@ -102,9 +108,15 @@ struct Transport {
   size_t address_length = 0;
   std::vector<std::unique_ptr<Peer>> peers;
   std::atomic<bool> aborted{false};
-  // UCX's shared-memory transports have no peer-failure handler; over them endpoints are created
-  // without one and a dead peer shows up as the runtime's timeout.
+  // UCX's shared-memory transports have no peer-failure handler, and an endpoint that asks for one
+  // cannot use them (UCX falls back to TCP even between processes of one host). So endpoints to ranks
+  // on this host ask for it only when UCX_TLS offers no shared memory anyway (or local_peer_failure_
+  // detection says so); a dead local rank then shows up as the runtime's timeout and failure notices.
   bool detect_peer_failure = true;
+  bool shared_memory_possible = true;
+  bool local_peer_failure_detection = false;
+  std::string host_name;
+  std::string blob;  // host name, NUL, UCP worker address
 
   ~Transport();
 };
@@ -171,6 +183,18 @@ bool shared_memory_only(const std::string& tls) {
     start = end + 1;
   }
   return true;
+}
+
+// True when a UCX_TLS list allows a shared-memory transport (empty: UCX's default, all of them).
+bool mentions_shared_memory(const std::string& tls) {
+  if (tls.empty() || tls[0] == '^') return true;
+  for (const char* k : {"shm", "sm", "posix", "sysv", "cma", "knem", "xpmem", "all"})
+    for (size_t pos = tls.find(k); pos != std::string::npos; pos = tls.find(k, pos + 1)) {
+      const bool starts = pos == 0 || tls[pos - 1] == ',';
+      const size_t end = pos + std::strlen(k);
+      if (starts && (end == tls.size() || tls[end] == ',')) return true;
+    }
+  return false;
 }
 
 void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -264,6 +288,14 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
     std::string tls = config_string(host, config, "tls");
     if (tls.empty() && std::getenv("UCX_TLS") != nullptr) tls = std::getenv("UCX_TLS");
     t->detect_peer_failure = !shared_memory_only(tls);
+    t->shared_memory_possible = mentions_shared_memory(tls);
+    int32_t local_detection = 0;
+    if (config != nullptr && host->config_get_bool != nullptr &&
+        host->config_get_bool(config, "local_peer_failure_detection", &local_detection) == GW_OK)
+      t->local_peer_failure_detection = local_detection != 0;
+    char name[256] = {};
+    gethostname(name, sizeof(name) - 1);
+    t->host_name = name;
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG;
@@ -277,6 +309,8 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
     wp.thread_mode = UCS_THREAD_MODE_SINGLE;
     check_ucs(ucp_worker_create(t->context, &wp, &t->worker), "ucp_worker_create");
     check_ucs(ucp_worker_get_address(t->worker, &t->address, &t->address_length), "ucp_worker_get_address");
+    t->blob = t->host_name + std::string(1, '\0') +
+              std::string(reinterpret_cast<const char*>(t->address), t->address_length);
     *out = t.release();
     return GW_OK;
   });
@@ -294,8 +328,8 @@ gw_status local_address(void* transport, const void** blob, uint64_t* size) {
   return guarded(t ? t->host : nullptr, [&] {
     Transport& self = as_transport(transport);
     if (blob == nullptr || size == nullptr) fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: blob or size is NULL");
-    *blob = self.address;
-    *size = self.address_length;
+    *blob = self.blob.data();
+    *size = self.blob.size();
     return GW_OK;
   });
 }
@@ -313,15 +347,23 @@ gw_status connect(void* transport, const void* const* blobs, const uint64_t* siz
       peer->rank = r;
       if (blobs[r] == nullptr || sizes[r] == 0)
         fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: rank " + std::to_string(r) + "'s address is empty");
+      const char* bytes = static_cast<const char*>(blobs[r]);
+      const void* nul = std::memchr(bytes, '\0', sizes[r]);
+      if (nul == nullptr)
+        fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: rank " + std::to_string(r) + "'s address is malformed");
+      const std::string peer_host(bytes, static_cast<const char*>(nul));
+      const bool same_host = peer_host == t.host_name;
+      const bool detect = t.detect_peer_failure &&
+                          (!same_host || !t.shared_memory_possible || t.local_peer_failure_detection);
       ucp_ep_params_t ep{};
       ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
-      ep.address = static_cast<const ucp_address_t*>(blobs[r]);
-      ep.err_mode = t.detect_peer_failure ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+      ep.address = reinterpret_cast<const ucp_address_t*>(static_cast<const char*>(nul) + 1);
+      ep.err_mode = detect ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
       ep.err_handler.cb = on_peer_error;
       ep.err_handler.arg = peer.get();
       ucs_status_t st = ucp_ep_create(t.worker, &ep, &peer->ep);
-      if (st != UCS_OK && t.detect_peer_failure) {
+      if (st != UCS_OK && detect) {
         t.detect_peer_failure = false;
         log(t, GW_LOG_WARN, "the UCX transports in use cannot detect a dead peer; a crashed rank is noticed "
                             "after [runtime] timeout_s instead");
