@@ -140,15 +140,31 @@ GW_API gw_status gw_request_free(gw_request* request) {
   });
 }
 
+namespace {
+
+// The checks every reduction (allreduce, reduce-scatter) makes before it starts.
+struct ReductionArgs {
+  Communicator& comm;
+  const gw_tensor& in;
+  const gw_tensor& out;
+};
+ReductionArgs reduction_args(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
+                             gw_request** request) {
+  Communicator& c = get(comm);
+  gw::require(request, "request (output)");
+  const gw_tensor& i = checked(in, "in", true);
+  const gw_tensor& o = checked(out, "out", true);
+  check_op(op);
+  check_same_dtype(i, o);
+  return {c, i, o};
+}
+
+}  // namespace
+
 GW_API gw_status gw_allreduce_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                                     gw_request** request) {
   return gw::guard([&] {
-    Communicator& c = get(comm);
-    gw::require(request, "request (output)");
-    const gw_tensor& i = checked(in, "in", true);
-    const gw_tensor& o = checked(out, "out", true);
-    check_op(op);
-    check_same_dtype(i, o);
+    auto [c, i, o] = reduction_args(comm, in, out, op, request);
     if (i.count != o.count)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements, out " +
                                             std::to_string(o.count) + "; allreduce needs the same count");
@@ -164,12 +180,7 @@ GW_API gw_status gw_allreduce(gw_comm* comm, const gw_tensor* in, gw_tensor* out
 GW_API gw_status gw_reduce_scatter_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                                          gw_request** request) {
   return gw::guard([&] {
-    Communicator& c = get(comm);
-    gw::require(request, "request (output)");
-    const gw_tensor& i = checked(in, "in", true);
-    const gw_tensor& o = checked(out, "out", true);
-    check_op(op);
-    check_same_dtype(i, o);
+    auto [c, i, o] = reduction_args(comm, in, out, op, request);
     const uint32_t n = c.size();
     if (i.count != o.count * n)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "reduce_scatter: in has " + std::to_string(i.count) + " elements; it needs " +
