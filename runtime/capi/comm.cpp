@@ -74,6 +74,49 @@ gw_status blocking(gw_comm* comm, Start&& start_fn) {
   });
 }
 
+// The checks every reduction (allreduce, reduce-scatter) makes before it starts.
+struct ReductionArgs {
+  Communicator& comm;
+  const gw_tensor& in;
+  const gw_tensor& out;
+};
+ReductionArgs reduction_args(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
+                             gw_request** request) {
+  Communicator& c = get(comm);
+  gw::require(request, "request (output)");
+  const gw_tensor& i = checked(in, "in", true);
+  const gw_tensor& o = checked(out, "out", true);
+  check_op(op);
+  check_same_dtype(i, o);
+  return {c, i, o};
+}
+
+
+gw_status start_allgatherv(gw_comm* comm, const gw_tensor* in, gw_tensor* out, std::vector<uint64_t> counts,
+                           CollectiveKind kind, gw_request** request) {
+  Communicator& c = get(comm);
+  gw::require(request, "request (output)");
+  const gw_tensor& i = checked(in, "in", false);
+  const gw_tensor& o = checked(out, "out", false);
+  check_same_dtype(i, o);
+  const uint32_t r = c.rank();
+  uint64_t total = 0;
+  for (uint64_t n : counts) total += n;
+  if (i.count != counts[r])
+    gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements but this rank's count is " +
+                                          std::to_string(counts[r]));
+  if (o.count != total)
+    gw::fail(GW_ERR_INVALID_ARGUMENT, "out has " + std::to_string(o.count) + " elements; it needs the sum of all " +
+                                          "ranks' counts, " + std::to_string(total));
+  const uint32_t esize = gw_dtype_size(o.dtype);
+  const gw::coll::Blocks blocks = gw::coll::blocks_of(counts, esize);
+  copy_if_distinct(blocks.at(o.data, r), i.data, blocks.bytes(r));
+  Signature s{kind, GW_REDUCE_SUM, o.dtype, kind == CollectiveKind::Allgather ? i.count : total, 0, 0};
+  void* buf = o.data;
+  *request = c.start_collective(s, [=](gw::comm::Collective& col) { return gw::coll::allgatherv_ring(col, buf, blocks); });
+  return GW_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -140,26 +183,6 @@ GW_API gw_status gw_request_free(gw_request* request) {
   });
 }
 
-namespace {
-
-// The checks every reduction (allreduce, reduce-scatter) makes before it starts.
-struct ReductionArgs {
-  Communicator& comm;
-  const gw_tensor& in;
-  const gw_tensor& out;
-};
-ReductionArgs reduction_args(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
-                             gw_request** request) {
-  Communicator& c = get(comm);
-  gw::require(request, "request (output)");
-  const gw_tensor& i = checked(in, "in", true);
-  const gw_tensor& o = checked(out, "out", true);
-  check_op(op);
-  check_same_dtype(i, o);
-  return {c, i, o};
-}
-
-}  // namespace
 
 GW_API gw_status gw_allreduce_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                                     gw_request** request) {
@@ -200,34 +223,6 @@ GW_API gw_status gw_reduce_scatter(gw_comm* comm, const gw_tensor* in, gw_tensor
   return blocking(comm, [&](gw_request** r) { return gw_reduce_scatter_start(comm, in, out, op, r); });
 }
 
-namespace {
-
-gw_status start_allgatherv(gw_comm* comm, const gw_tensor* in, gw_tensor* out, std::vector<uint64_t> counts,
-                           CollectiveKind kind, gw_request** request) {
-  Communicator& c = get(comm);
-  gw::require(request, "request (output)");
-  const gw_tensor& i = checked(in, "in", false);
-  const gw_tensor& o = checked(out, "out", false);
-  check_same_dtype(i, o);
-  const uint32_t r = c.rank();
-  uint64_t total = 0;
-  for (uint64_t n : counts) total += n;
-  if (i.count != counts[r])
-    gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements but this rank's count is " +
-                                          std::to_string(counts[r]));
-  if (o.count != total)
-    gw::fail(GW_ERR_INVALID_ARGUMENT, "out has " + std::to_string(o.count) + " elements; it needs the sum of all " +
-                                          "ranks' counts, " + std::to_string(total));
-  const uint32_t esize = gw_dtype_size(o.dtype);
-  const gw::coll::Blocks blocks = gw::coll::blocks_of(counts, esize);
-  copy_if_distinct(blocks.at(o.data, r), i.data, blocks.bytes(r));
-  Signature s{kind, GW_REDUCE_SUM, o.dtype, kind == CollectiveKind::Allgather ? i.count : total, 0, 0};
-  void* buf = o.data;
-  *request = c.start_collective(s, [=](gw::comm::Collective& col) { return gw::coll::allgatherv_ring(col, buf, blocks); });
-  return GW_OK;
-}
-
-}  // namespace
 
 GW_API gw_status gw_allgather_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_request** request) {
   return gw::guard([&] {
