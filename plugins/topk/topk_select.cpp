@@ -23,9 +23,13 @@ Plan make_plan(uint64_t n, uint64_t k, Selection selection, uint32_t key_limit) 
   return p;
 }
 
-std::vector<uint32_t> sample_positions(uint64_t n) {
-  const uint64_t s = std::min<uint64_t>(n, kSampleSize);
-  std::vector<uint32_t> pos(s);
+const std::vector<uint32_t>& sample_positions(uint64_t n) {
+  thread_local uint64_t cached_n = ~uint64_t{0};
+  thread_local std::vector<uint32_t> pos;
+  if (cached_n == n) return pos;
+  const uint64_t s = sample_size(n);
+  pos.resize(s);
+  cached_n = n;
   if (s == n) {
     for (uint64_t i = 0; i < s; ++i) pos[i] = static_cast<uint32_t>(i);
     return pos;
