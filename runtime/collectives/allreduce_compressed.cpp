@@ -144,8 +144,8 @@ Task allreduce_local(CodecOps& ops, float* buf, uint64_t count, gw_reduce_op, ui
   for (size_t i = 0; i < pieces.size(); ++i) {
     float* x = buf + pieces.offset[i];
     payload.reserve(ops.max_payload(pieces.count[i]));
-    payload.size = ops.encode(pieces.offset[i], x, pieces.count[i], payload.data.get(), payload.capacity);
-    ops.decode(pieces.offset[i], payload.data.get(), payload.size, x, pieces.count[i], false);
+    payload.size = ops.encode(pieces.offset[i], x, pieces.count[i], payload.data, payload.capacity);
+    ops.decode(pieces.offset[i], payload.data, payload.size, x, pieces.count[i], false);
   }
   co_return;  // avg over one rank is the value itself
 }

@@ -25,13 +25,9 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf
   const uint64_t capacity = ops.max_payload(largest_piece);
 
   std::vector<PayloadBuffer> contrib_out(n * P), contrib_in(n * P), final_in(n * P), final_out(P);
-  for (auto* v : {&contrib_out, &contrib_in, &final_in, &final_out})
-    for (auto& b : *v) b.reserve(capacity);
+  carve(c, 0, capacity, {&contrib_out, &contrib_in, &final_in, &final_out});
   std::vector<uint32_t> arrived(P, 0);
   std::vector<float> sum(largest_piece);
-  const auto finish = [&](float* x, uint64_t cnt) {
-    if (op == GW_REDUCE_AVG) divide(x, cnt, GW_DTYPE_F32, n);
-  };
 
   Pipeline pipe(c);
   const auto finalize = [&](uint64_t p) {
@@ -45,14 +41,15 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf
         }
       } else {
         const PayloadBuffer& in = contrib_in[q * P + p];
-        ops.decode(off, in.data.get(), in.size, sum.data(), cnt, q != 0);
+        ops.decode(off, in.data, in.size, sum.data(), cnt, q != 0);
       }
     }
+    // The owner averages once, before encoding: every rank decodes the average.
+    if (op == GW_REDUCE_AVG) divide(sum.data(), cnt, GW_DTYPE_F32, n);
     PayloadBuffer& fin = final_out[p];
-    fin.size = ops.encode(off, sum.data(), cnt, fin.data.get(), fin.capacity);
+    fin.size = ops.encode(off, sum.data(), cnt, fin.data, fin.capacity);
     for (uint32_t k = 1; k < n; ++k) pipe.send((r + k) % n, uint32_t(P + p), fin);
-    ops.decode(off, fin.data.get(), fin.size, buf + off, cnt, false);
-    finish(buf + off, cnt);
+    ops.decode(off, fin.data, fin.size, buf + off, cnt, false);
   };
 
   for (uint64_t p = 0; p < P; ++p) {
@@ -71,8 +68,7 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf
       pipe.receive(b, uint32_t(P + p), final_in[b * P + p], [&, b, p] {
         const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
         const PayloadBuffer& in = final_in[b * P + p];
-        ops.decode(off, in.data.get(), in.size, buf + off, cnt, false);
-        finish(buf + off, cnt);
+        ops.decode(off, in.data, in.size, buf + off, cnt, false);
       });
     }
   }
@@ -84,7 +80,7 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf
       pipe.then([&, b, p] {
         const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
         PayloadBuffer& out = contrib_out[b * P + p];
-        out.size = ops.encode(off, buf + off, cnt, out.data.get(), out.capacity);
+        out.size = ops.encode(off, buf + off, cnt, out.data, out.capacity);
         pipe.send(b, uint32_t(p), out);
       });
     }

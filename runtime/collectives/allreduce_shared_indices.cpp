@@ -25,7 +25,7 @@ struct Values {
 };
 
 Values parse(const std::string& codec, const PayloadBuffer& payload) {
-  const unsigned char* body = payload.data.get() + GW_WIRE_HEADER_SIZE;
+  const unsigned char* body = payload.data + GW_WIRE_HEADER_SIZE;
   const uint64_t length = payload.size - GW_WIRE_HEADER_SIZE;
   Values v;
   if (length >= kPreamble && body[0] <= 1) {
@@ -54,7 +54,7 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t
   for (size_t i = 0; i < pieces.size(); ++i) {
     PayloadBuffer& p = payloads[i];
     p.reserve(ops.max_payload(pieces.count[i]));
-    p.size = ops.encode(pieces.offset[i], buf + pieces.offset[i], pieces.count[i], p.data.get(), p.capacity);
+    p.size = ops.encode(pieces.offset[i], buf + pieces.offset[i], pieces.count[i], p.data, p.capacity);
     const Values v = parse(ops.codec().name(), p);
     for (uint64_t j = 0; j < v.k; ++j) {
       if (v.half) {
@@ -74,8 +74,8 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t
     const uint64_t k = first[i + 1] - first[i];
     const uint64_t length = kPreamble + 4 * k;
     summed.reserve(GW_WIRE_HEADER_SIZE + length);
-    unsigned char* body = summed.data.get() + GW_WIRE_HEADER_SIZE;
-    std::memcpy(body, payloads[i].data.get() + GW_WIRE_HEADER_SIZE, kPreamble);
+    unsigned char* body = summed.data + GW_WIRE_HEADER_SIZE;
+    std::memcpy(body, payloads[i].data + GW_WIRE_HEADER_SIZE, kPreamble);
     body[0] = 0;  // the sums travel back as f32, whatever the encoder's value format
     std::memcpy(body + kPreamble, values.data() + first[i], 4 * k);
     wire::Header h;
@@ -83,9 +83,9 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t
     h.dtype = GW_DTYPE_F32;
     h.count = pieces.count[i];
     h.body_length = length;
-    wire::write_header(summed.data.get(), h);
+    wire::write_header(summed.data, h);
     summed.size = GW_WIRE_HEADER_SIZE + length;
-    ops.decode(pieces.offset[i], summed.data.get(), summed.size, buf + pieces.offset[i], pieces.count[i], false);
+    ops.decode(pieces.offset[i], summed.data, summed.size, buf + pieces.offset[i], pieces.count[i], false);
     if (op == GW_REDUCE_AVG) divide(buf + pieces.offset[i], pieces.count[i], GW_DTYPE_F32, c.size());
   }
 }

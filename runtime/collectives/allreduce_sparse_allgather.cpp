@@ -15,10 +15,7 @@ Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, float* buf, uint64
   const Pieces pieces = split_even(0, count, piece_count(count, chunk_elements, 1));
   const uint64_t C = pieces.size();
   std::vector<PayloadBuffer> payloads(n * C);  // rank q's payload of piece i at q * C + i
-  for (uint64_t i = 0; i < C; ++i) {
-    const uint64_t capacity = ops.max_payload(pieces.count[i]);
-    for (uint32_t q = 0; q < n; ++q) payloads[q * C + i].reserve(capacity);
-  }
+  carve(c, 0, ops.max_payload(pieces.count[0]), {&payloads});  // split_even: the first piece is the largest
   std::vector<uint32_t> arrived(C, 0);
   std::vector<bool> encoded(C, false);
 
@@ -27,7 +24,7 @@ Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, float* buf, uint64
     const uint64_t off = pieces.offset[i], cnt = pieces.count[i];
     for (uint32_t q = 0; q < n; ++q) {
       const PayloadBuffer& in = payloads[q * C + i];
-      ops.decode(off, in.data.get(), in.size, buf + off, cnt, q != 0);
+      ops.decode(off, in.data, in.size, buf + off, cnt, q != 0);
     }
     if (op == GW_REDUCE_AVG) divide(buf + off, cnt, GW_DTYPE_F32, n);
   };
@@ -47,7 +44,7 @@ Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, float* buf, uint64
     pipe.then([&, i] {
       const uint64_t off = pieces.offset[i], cnt = pieces.count[i];
       PayloadBuffer& mine = payloads[r * C + i];
-      mine.size = ops.encode(off, buf + off, cnt, mine.data.get(), mine.capacity);
+      mine.size = ops.encode(off, buf + off, cnt, mine.data, mine.capacity);
       for (uint32_t k = 1; k < n; ++k) pipe.send((r + k) % n, uint32_t(i), mine);
       encoded[i] = true;
       maybe_combine(i);
@@ -65,8 +62,8 @@ Task allreduce_sparse_dense(Collective& c, CodecOps& ops, float* buf, uint64_t c
   for (size_t i = 0; i < pieces.size(); ++i) {
     const uint64_t off = pieces.offset[i], cnt = pieces.count[i];
     payload.reserve(ops.max_payload(cnt));
-    payload.size = ops.encode(off, buf + off, cnt, payload.data.get(), payload.capacity);
-    ops.decode(off, payload.data.get(), payload.size, buf + off, cnt, false);
+    payload.size = ops.encode(off, buf + off, cnt, payload.data, payload.capacity);
+    ops.decode(off, payload.data, payload.size, buf + off, cnt, false);
   }
   co_await allreduce_dense(c, buf, count, GW_DTYPE_F32, op, ring_threshold_bytes);
 }

@@ -26,27 +26,25 @@ Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t 
   const auto recv_block = [n, r](uint32_t s) { return (r + 2 * n - 2 - s) % n; };
 
   std::vector<PayloadBuffer> rs_out((n - 1) * P), rs_in((n - 1) * P), ag_in((n - 1) * P), final_out(P);
-  for (auto* v : {&rs_out, &rs_in, &ag_in, &final_out})
-    for (auto& b : *v) b.reserve(capacity);
-  const auto finish = [&](float* x, uint64_t cnt) {
-    if (op == GW_REDUCE_AVG) divide(x, cnt, GW_DTYPE_F32, n);
-  };
+  carve(c, 0, capacity, {&rs_out, &rs_in, &ag_in, &final_out});
 
   Pipeline pipe(c);
   const auto encode_step = [&](uint32_t s, uint64_t p) {
     const uint32_t b = send_block(s);
     const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
     PayloadBuffer& out = rs_out[index(s, p)];
-    out.size = ops.encode(off, buf + off, cnt, out.data.get(), out.capacity);
+    out.size = ops.encode(off, buf + off, cnt, out.data, out.capacity);
     pipe.send(right, index(s, p), out);
   };
   const auto finalize = [&](uint64_t p) {
     const uint64_t off = pieces[r].offset[p], cnt = pieces[r].count[p];
+    // The owner averages once, before encoding: every rank decodes the average, and no rank makes a
+    // pass of its own over the whole buffer to divide.
+    if (op == GW_REDUCE_AVG) divide(buf + off, cnt, GW_DTYPE_F32, n);
     PayloadBuffer& fin = final_out[p];
-    fin.size = ops.encode(off, buf + off, cnt, fin.data.get(), fin.capacity);
+    fin.size = ops.encode(off, buf + off, cnt, fin.data, fin.capacity);
     pipe.send(right, index(n - 1, p), fin);
-    ops.decode(off, fin.data.get(), fin.size, buf + off, cnt, false);
-    finish(buf + off, cnt);
+    ops.decode(off, fin.data, fin.size, buf + off, cnt, false);
   };
 
   for (uint32_t s = 0; s + 1 < n; ++s) {
@@ -56,7 +54,7 @@ Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t 
       pipe.receive(left, index(s, p), rs_in[index(s, p)], [&, s, b, p] {
         const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
         const PayloadBuffer& in = rs_in[index(s, p)];
-        ops.decode(off, in.data.get(), in.size, buf + off, cnt, true);
+        ops.decode(off, in.data, in.size, buf + off, cnt, true);
         if (s + 2 < n) {
           pipe.then([&, s, p] { encode_step(s + 1, p); });
         } else {
@@ -73,8 +71,7 @@ Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t 
         const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
         const PayloadBuffer& in = ag_in[index(s, p)];
         if (s + 2 < n) pipe.send(right, index(n + s, p), in);
-        ops.decode(off, in.data.get(), in.size, buf + off, cnt, false);
-        finish(buf + off, cnt);
+        ops.decode(off, in.data, in.size, buf + off, cnt, false);
       });
     }
   }

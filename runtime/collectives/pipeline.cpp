@@ -1,9 +1,25 @@
 #include "collectives/pipeline.hpp"
 
+#include <algorithm>
+
 namespace gw::coll {
 
+void carve(comm::Collective& c, unsigned slot, uint64_t capacity, std::initializer_list<std::vector<PayloadBuffer>*> sets) {
+  const uint64_t stride = (capacity + 63) / 64 * 64;
+  uint64_t buffers = 0;
+  for (const auto* v : sets) buffers += v->size();
+  unsigned char* base = c.scratch(slot, std::max<uint64_t>(1, stride * buffers));
+  for (auto* v : sets)
+    for (PayloadBuffer& b : *v) {
+      b.owned.reset();
+      b.data = base;
+      b.capacity = capacity;
+      base += stride;
+    }
+}
+
 void Pipeline::receive(uint32_t peer, uint32_t step, PayloadBuffer& buf, std::function<void()> on_arrival) {
-  const uint32_t id = c_.recv_upto(peer, step, buf.data.get(), buf.capacity);
+  const uint32_t id = c_.recv_upto(peer, step, buf.data, buf.capacity);
   if (handlers_.size() <= id) {
     handlers_.resize(id + 1);
     targets_.resize(id + 1, nullptr);

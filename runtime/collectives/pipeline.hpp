@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -16,19 +17,27 @@
 
 namespace gw::coll {
 
-// A payload buffer left uninitialised (it is always written before it is read).
+// A payload buffer left uninitialised (it is always written before it is read). Its memory is either
+// its own (reserve) or part of a collective's scratch memory (carve).
 struct PayloadBuffer {
-  std::unique_ptr<unsigned char[]> data;
+  unsigned char* data = nullptr;
   uint64_t capacity = 0;
   uint64_t size = 0;
+  std::unique_ptr<unsigned char[]> owned;
 
   void reserve(uint64_t bytes) {
     if (capacity < bytes) {
-      data = std::make_unique_for_overwrite<unsigned char[]>(bytes);
+      owned = std::make_unique_for_overwrite<unsigned char[]>(bytes);
+      data = owned.get();
       capacity = bytes;
     }
   }
 };
+
+// Gives every buffer of `sets` `capacity` bytes of one scratch buffer of the collective (slot `slot`).
+// Scratch memory goes back to a per-thread pool when the collective ends, so the next allreduce reuses
+// pages that are already mapped instead of faulting in (and zeroing) fresh ones for every payload.
+void carve(comm::Collective& c, unsigned slot, uint64_t capacity, std::initializer_list<std::vector<PayloadBuffer>*> sets);
 
 class Pipeline {
  public:
@@ -37,7 +46,7 @@ class Pipeline {
   // Receives from `peer` into buf (at most buf.capacity bytes; buf.size is set on arrival), then runs
   // on_arrival.
   void receive(uint32_t peer, uint32_t step, PayloadBuffer& buf, std::function<void()> on_arrival);
-  void send(uint32_t peer, uint32_t step, const PayloadBuffer& buf) { c_.send(peer, step, buf.data.get(), buf.size); }
+  void send(uint32_t peer, uint32_t step, const PayloadBuffer& buf) { c_.send(peer, step, buf.data, buf.size); }
   // Queues local work; urgent work (what other ranks wait for) goes first.
   void then(std::function<void()> work, bool urgent = false);
 

@@ -93,6 +93,8 @@ std::vector<float> emulate(const Codec& c, const std::vector<std::vector<float>>
         c.decode(payload, next.data(), b.count, true);
         partial = next;
       }
+      if (op == GW_REDUCE_AVG)  // the owner averages before its one encoding
+        for (float& v : partial) v /= float(n);
       c.decode(c.encode(partial.data(), b.count, b.offset, seed), out.data() + b.offset, b.count, false);
     }
   } else {
@@ -108,10 +110,12 @@ std::vector<float> emulate(const Codec& c, const std::vector<std::vector<float>>
           c.decode(c.encode(x[q].data() + b.offset, b.count, b.offset, seed), sum.data(), b.count, q != 0);
         }
       }
+      if (op == GW_REDUCE_AVG)  // the owner averages before its one encoding
+        for (float& v : sum) v /= float(n);
       c.decode(c.encode(sum.data(), b.count, b.offset, seed), out.data() + b.offset, b.count, false);
     }
   }
-  if (op == GW_REDUCE_AVG)
+  if (op == GW_REDUCE_AVG && (flags & GW_CODEC_SPARSE))  // sparse: every rank divides after the last decode
     for (float& v : out) v /= float(n);
   return out;
 }
