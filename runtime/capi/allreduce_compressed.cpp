@@ -48,11 +48,11 @@ GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, c
     if (op != GW_REDUCE_SUM && op != GW_REDUCE_AVG)
       gw::fail(GW_ERR_UNSUPPORTED, std::string("the compressed allreduce sums or averages; op ") +
                                        gw::comm::op_name(op) + " needs gw_allreduce");
-    if (o.data != i.data && o.count > 0) std::memmove(o.data, i.data, o.count * 4);
     gw::coll::CompressedArgs a;
     a.codec = codec->impl.get();
     a.ctx = ctx;
     a.buf = static_cast<float*>(o.data);
+    if (i.data != o.data) a.in = static_cast<const float*>(i.data);
     a.count = o.count;
     a.op = op;
     *request = gw::comm::start_allreduce_compressed(*comm->impl, a);

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "collectives/compressed.hpp"
 #include "collectives/pipeline.hpp"
@@ -111,16 +112,21 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
   CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size());
   const uint64_t chunk = std::max<uint64_t>(1, a.chunk_elements);
   if (a.count > 0) {
-    switch (choose_compressed(*a.codec, a.count, c.size(), chunk)) {
+    const CompressedAlgorithm algorithm = choose_compressed(*a.codec, a.count, c.size(), chunk);
+    const float* in = a.in != nullptr ? a.in : a.buf;
+    const bool reads_input = algorithm == CompressedAlgorithm::ScatterReduceAllgather ||
+                             algorithm == CompressedAlgorithm::SparseAllgather;
+    if (in != a.buf && !reads_input) std::memmove(a.buf, in, a.count * 4);
+    switch (algorithm) {
       case CompressedAlgorithm::Local: co_await allreduce_local(ops, a.buf, a.count, a.op, chunk); break;
       case CompressedAlgorithm::SummableRing:
         co_await allreduce_summable_ring(c, ops, a.buf, a.count, a.op, chunk);
         break;
       case CompressedAlgorithm::ScatterReduceAllgather:
-        co_await allreduce_scatter_reduce_allgather(c, ops, a.buf, a.count, a.op, chunk);
+        co_await allreduce_scatter_reduce_allgather(c, ops, in, a.buf, a.count, a.op, chunk);
         break;
       case CompressedAlgorithm::SparseAllgather:
-        co_await allreduce_sparse_allgather(c, ops, a.buf, a.count, a.op, chunk);
+        co_await allreduce_sparse_allgather(c, ops, in, a.buf, a.count, a.op, chunk);
         break;
       case CompressedAlgorithm::SparseDense:
         co_await allreduce_sparse_dense(c, ops, a.buf, a.count, a.op, chunk, a.ring_threshold_bytes);

@@ -13,7 +13,7 @@ namespace gw::coll {
 // those bytes to every rank; every rank, the owner too, decodes the same bytes, so all end
 // bit-identical. Pieces are pipelined: contributions of later pieces are encoded while earlier ones
 // travel and are summed. Message numbers: contribution of piece p is p, the owner's result P + p.
-Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count, gw_reduce_op op,
                                         uint64_t chunk_elements) {
   const uint32_t n = c.size(), r = c.rank();
   const Blocks blocks = even_blocks(count, n, 4);
@@ -35,13 +35,13 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf
     for (uint32_t q = 0; q < n; ++q) {
       if (q == r) {
         if (q == 0) {
-          std::memcpy(sum.data(), buf + off, cnt * 4);
+          std::memcpy(sum.data(), in + off, cnt * 4);
         } else {
-          for (uint64_t i = 0; i < cnt; ++i) sum[i] += buf[off + i];
+          for (uint64_t i = 0; i < cnt; ++i) sum[i] += in[off + i];
         }
       } else {
-        const PayloadBuffer& in = contrib_in[q * P + p];
-        ops.decode(off, in.data, in.size, sum.data(), cnt, q != 0);
+        const PayloadBuffer& contribution = contrib_in[q * P + p];
+        ops.decode(off, contribution.data, contribution.size, sum.data(), cnt, q != 0);
       }
     }
     // The owner averages once, before encoding: every rank decodes the average.
@@ -67,8 +67,8 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf
       if (pieces[b].count[p] == 0) continue;
       pipe.receive(b, uint32_t(P + p), final_in[b * P + p], [&, b, p] {
         const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
-        const PayloadBuffer& in = final_in[b * P + p];
-        ops.decode(off, in.data, in.size, buf + off, cnt, false);
+        const PayloadBuffer& result = final_in[b * P + p];
+        ops.decode(off, result.data, result.size, buf + off, cnt, false);
       });
     }
   }
@@ -80,7 +80,7 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf
       pipe.then([&, b, p] {
         const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
         PayloadBuffer& out = contrib_out[b * P + p];
-        out.size = ops.encode(off, buf + off, cnt, out.data, out.capacity);
+        out.size = ops.encode(off, in + off, cnt, out.data, out.capacity);
         pipe.send(b, uint32_t(p), out);
       });
     }

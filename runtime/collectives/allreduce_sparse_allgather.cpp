@@ -9,7 +9,7 @@ namespace gw::coll {
 // what its header announces), and once a piece's n payloads are there every rank decodes them in rank
 // order 0, 1, ..., n - 1, the first overwriting and the rest with GW_DECODE_ACCUMULATE: the same bytes
 // summed in the same order on every rank. Message number: the piece.
-Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count, gw_reduce_op op,
                                 uint64_t chunk_elements) {
   const uint32_t n = c.size(), r = c.rank();
   const Pieces pieces = split_even(0, count, piece_count(count, chunk_elements, 1));
@@ -23,8 +23,8 @@ Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, float* buf, uint64
   const auto combine = [&](uint64_t i) {
     const uint64_t off = pieces.offset[i], cnt = pieces.count[i];
     for (uint32_t q = 0; q < n; ++q) {
-      const PayloadBuffer& in = payloads[q * C + i];
-      ops.decode(off, in.data, in.size, buf + off, cnt, q != 0);
+      const PayloadBuffer& payload = payloads[q * C + i];
+      ops.decode(off, payload.data, payload.size, buf + off, cnt, q != 0);
     }
     if (op == GW_REDUCE_AVG) divide(buf + off, cnt, GW_DTYPE_F32, n);
   };
@@ -44,7 +44,7 @@ Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, float* buf, uint64
     pipe.then([&, i] {
       const uint64_t off = pieces.offset[i], cnt = pieces.count[i];
       PayloadBuffer& mine = payloads[r * C + i];
-      mine.size = ops.encode(off, buf + off, cnt, mine.data, mine.capacity);
+      mine.size = ops.encode(off, in + off, cnt, mine.data, mine.capacity);
       for (uint32_t k = 1; k < n; ++k) pipe.send((r + k) % n, uint32_t(i), mine);
       encoded[i] = true;
       maybe_combine(i);

@@ -38,7 +38,8 @@ struct CompressedArgs {
   Codec* codec = nullptr;
   ErrorFeedback* ef = nullptr;  // around `codec`, or nullptr; residuals keyed by each chunk's element offset
   gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-  float* buf = nullptr;
+  float* buf = nullptr;       // the result (out)
+  const float* in = nullptr;  // the input when it is not buf (out of place); nullptr: in place
   uint64_t count = 0;
   gw_reduce_op op = GW_REDUCE_SUM;
   uint64_t chunk_elements = 1 << 18;        // pipelining granularity ([collectives] pipeline_chunk_bytes / 4)
@@ -49,7 +50,8 @@ struct CompressedArgs {
 // The algorithm every rank will run for this codec, count and world size (a pure function of them).
 CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements);
 
-// The whole compressed allreduce of args.buf, in place.
+// The whole compressed allreduce of args.in (or args.buf) into args.buf. Scatter-reduce-allgather and
+// the sparse allgather read the input where it is; the other algorithms work in place on a copy.
 Task allreduce_compressed(Collective& c, CompressedArgs args);
 
 // The dense allreduce gw_allreduce runs: the ring from ring_threshold_bytes on (and at least one element
@@ -98,9 +100,9 @@ uint64_t piece_count(uint64_t count, uint64_t chunk_elements, uint64_t messages_
 Task allreduce_local(CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op, uint64_t chunk_elements);
 Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
                              uint64_t chunk_elements);
-Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count, gw_reduce_op op,
                                         uint64_t chunk_elements);
-Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
+Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count, gw_reduce_op op,
                                 uint64_t chunk_elements);
 Task allreduce_sparse_dense(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
                             uint64_t chunk_elements, uint64_t ring_threshold_bytes);
