@@ -38,13 +38,13 @@ Plan make_plan(uint64_t n, uint64_t k, Selection selection, uint32_t key_limit);
 inline uint64_t max_selected(uint64_t n, uint64_t k) { return k + k / 10 > n ? n : k + k / 10; }
 
 // Sample positions: sample_size(n) strata over [0, n), one position per stratum. The sample is a
-// sixteenth of the buffer, at least kMinSample (all positions below that) and at most kMaxSample:
+// 64th of the buffer, at least kMinSample (all positions below that) and at most kMaxSample:
 // large enough to place the first threshold within a few percent of k, small enough that drawing and
 // ranking it stays well below the cost of the pass over the buffer when buffers are cut into pieces.
 constexpr uint64_t kMinSample = 4096;
 constexpr uint64_t kMaxSample = 65536;
 inline uint64_t sample_size(uint64_t n) {
-  return n <= kMinSample ? n : (n / 16 < kMinSample ? kMinSample : (n / 16 > kMaxSample ? kMaxSample : n / 16));
+  return n <= kMinSample ? n : (n / 64 < kMinSample ? kMinSample : (n / 64 > kMaxSample ? kMaxSample : n / 64));
 }
 // The positions depend only on n; the last set drawn is kept per thread (a pipelined allreduce
 // encodes many pieces of the same length). Valid until the next call on this thread.

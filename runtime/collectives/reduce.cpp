@@ -120,14 +120,26 @@ void reduce(void* dst, const void* a, const void* b, uint64_t count, gw_dtype dt
 
 void divide(void* buf, uint64_t count, gw_dtype dtype, uint32_t n) {
   switch (dtype) {
+    // Dividing by a power of two and multiplying by its inverse have the same exact value, so they round
+    // alike: the multiplication (several times the throughput of a division) gives the same bits.
     case GW_DTYPE_F32: {
       auto* p = static_cast<float*>(buf);
-      for (uint64_t i = 0; i < count; ++i) p[i] /= float(n);
+      if (std::has_single_bit(n)) {
+        const float inverse = 1.0f / float(n);
+        for (uint64_t i = 0; i < count; ++i) p[i] *= inverse;
+      } else {
+        for (uint64_t i = 0; i < count; ++i) p[i] /= float(n);
+      }
       return;
     }
     case GW_DTYPE_F64: {
       auto* p = static_cast<double*>(buf);
-      for (uint64_t i = 0; i < count; ++i) p[i] /= double(n);
+      if (std::has_single_bit(n)) {
+        const double inverse = 1.0 / double(n);
+        for (uint64_t i = 0; i < count; ++i) p[i] *= inverse;
+      } else {
+        for (uint64_t i = 0; i < count; ++i) p[i] /= double(n);
+      }
       return;
     }
     case GW_DTYPE_I32: return divide_ints(static_cast<int32_t*>(buf), count, n);
