@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 namespace gwtopk {
 
@@ -79,6 +80,20 @@ void CpuBackend::candidate_histogram(int level, uint32_t high, std::vector<uint6
       if ((key >> 16) == high) ++bins[key & 0xffffu];
     }
   }
+}
+
+bool CpuBackend::kth_largest_candidate(uint64_t k, uint32_t* key, uint64_t* above) {
+  if (k == 0 || k > count_) return false;
+  const uint32_t mask = key_mask(dtype_);
+  keys_.resize(count_);
+  for (uint64_t i = 0; i < count_; ++i) keys_[i] = bits_[i] & mask;
+  std::nth_element(keys_.begin(), keys_.begin() + long(k - 1), keys_.end(), std::greater<>());
+  const uint32_t t = keys_[k - 1];
+  uint64_t larger = 0;
+  for (uint64_t i = 0; i < k - 1; ++i) larger += keys_[i] > t;  // nth_element put every larger key before k - 1
+  *key = t;
+  *above = larger;
+  return true;
 }
 
 uint64_t CpuBackend::filter_candidates(uint32_t t, uint64_t equal_limit) {

@@ -36,6 +36,9 @@ class CpuBackend final : public Backend {
   uint64_t compact_tie(uint32_t t, uint64_t equal_limit) override;
   void candidate_histogram(int level, uint32_t high, std::vector<uint64_t>& bins) override;
   uint64_t filter_candidates(uint32_t t, uint64_t equal_limit) override;
+  // nth_element over a copy of the candidate keys: linear in the candidates, where the histograms
+  // cost 96 K bins to clear and scan whatever their number.
+  bool kth_largest_candidate(uint64_t k, uint32_t* key, uint64_t* above) override;
 
   // The selection, after select(): count() pairs of (index, value bits), in index order.
   uint64_t count() const { return count_; }
@@ -51,6 +54,7 @@ class CpuBackend final : public Backend {
   uint64_t n_;
   std::vector<uint32_t> idx_;
   std::vector<uint32_t> bits_;
+  std::vector<uint32_t> keys_;  // scratch of kth_largest_candidate
   uint64_t count_ = 0;
 };
 

@@ -48,6 +48,9 @@ namespace {
 // Refines candidates holding c >= k elements to exactly k: the k-th largest key T, then every key
 // > T and the first keys == T in index order.
 uint64_t refine_to_k(Backend& backend, uint64_t k) {
+  uint32_t key = 0;
+  uint64_t larger = 0;
+  if (backend.kth_largest_candidate(k, &key, &larger)) return backend.filter_candidates(key, k - larger);
   std::vector<uint64_t> bins;
   backend.candidate_histogram(0, 0, bins);
   uint64_t above = 0;

@@ -65,6 +65,13 @@ class Backend {
   // Histogram of candidate keys: level 0 counts key >> 16 into 32768 bins; level 1 counts key & 0xffff
   // into 65536 bins over the candidates whose key >> 16 == high.
   virtual void candidate_histogram(int level, uint32_t high, std::vector<uint64_t>& bins) = 0;
+  // Optional shortcut for the two histograms: the k-th largest candidate key (*key) and how many
+  // candidate keys are larger (*above), for 1 <= k <= candidates. Returns false when the backend has
+  // none (the driver then builds the histograms); both ways give the same key, hence the same bytes.
+  virtual bool kth_largest_candidate(uint64_t k, uint32_t* key, uint64_t* above) {
+    (void)k, (void)key, (void)above;
+    return false;
+  }
   // Keeps, in place and in order, the candidates with key > t and the first `equal_limit` with
   // key == t; returns the new candidate count.
   virtual uint64_t filter_candidates(uint32_t t, uint64_t equal_limit) = 0;

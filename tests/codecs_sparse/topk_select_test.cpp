@@ -118,6 +118,48 @@ TEST(TopkSelect, ExactEqualsNthElementSet) {
   }
 }
 
+// The CPU backend finds the k-th candidate key by nth_element; the CUDA backend by the two-level
+// histogram of the shared driver. Both routes must select the same elements (same bytes on the wire).
+class HistogramOnly final : public gwtopk::Backend {
+ public:
+  explicit HistogramOnly(CpuBackend& inner) : inner_(inner) {}
+  void gather_keys(const std::vector<uint32_t>& p, std::vector<uint32_t>& k) override { inner_.gather_keys(p, k); }
+  uint64_t compact_at_least(uint32_t t, uint64_t c) override { return inner_.compact_at_least(t, c); }
+  uint64_t compact_tie(uint32_t t, uint64_t e) override { return inner_.compact_tie(t, e); }
+  void candidate_histogram(int level, uint32_t high, std::vector<uint64_t>& bins) override {
+    inner_.candidate_histogram(level, high, bins);
+    ++histograms;
+  }
+  uint64_t filter_candidates(uint32_t t, uint64_t e) override { return inner_.filter_candidates(t, e); }
+  int histograms = 0;
+
+ private:
+  CpuBackend& inner_;
+};
+
+TEST(TopkSelect, HistogramRouteSelectsWhatTheShortcutSelects) {
+  int refined = 0;
+  for (size_t n : {size_t{5000}, size_t{262144}, size_t{1000003}}) {
+    auto x = normal_data(n, 11);
+    for (size_t i = 0; i < n; i += 97) x[i] = x[i / 2];  // ties
+    for (double ratio : {0.001, 0.01, 0.1}) {
+      for (Selection sel : {Selection::approx, Selection::exact}) {
+        const uint64_t k = std::max<uint64_t>(1, static_cast<uint64_t>(ratio * static_cast<double>(n)));
+        const auto plan = gwtopk::make_plan(n, k, sel, 0x80000000u);
+        CpuBackend fast(x.data(), GW_DTYPE_F32, n);
+        const uint64_t a = gwtopk::select(fast, plan);
+        CpuBackend slow_inner(x.data(), GW_DTYPE_F32, n);
+        HistogramOnly slow(slow_inner);
+        const uint64_t b = gwtopk::select(slow, plan);
+        refined += slow.histograms > 0;
+        ASSERT_EQ(a, b) << "n=" << n << " k=" << k;
+        EXPECT_TRUE(std::equal(fast.indices(), fast.indices() + a, slow_inner.indices())) << "n=" << n << " k=" << k;
+      }
+    }
+  }
+  EXPECT_GT(refined, 0) << "no case went through the histograms; the comparison tested nothing";
+}
+
 TEST(TopkSelect, TiesAreBrokenByLowestIndex) {
   const std::vector<float> zeros(1000, 0.0f);
   const auto s = run(zeros, 10, Selection::exact);
