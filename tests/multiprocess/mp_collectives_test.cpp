@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -144,6 +145,42 @@ TEST_P(Comm, MismatchedCollectiveIsAnErrorOnEveryRank) {
 }
 TEST_P(Comm, MismatchedCountOnTheRingIsAnErrorOnEveryRank) {
   expect_error_on(run(GetParam(), 5, "mismatch-count", "MP_RING_THRESHOLD=0"), all_ranks(5), "GW_ERR_MISMATCH", "count: ");
+}
+
+// Rank 0 on the ring path (a count above ring_threshold_bytes), the others on recursive doubling: no
+// message of one algorithm matches a message of the other, so no header shows the difference. After
+// timeout_s (3 s) every rank sends the others a stuck notice with its call; a rank that receives one for
+// the same collective with another call reports GW_ERR_MISMATCH naming both counts, within the grace
+// period (2 s), instead of GW_ERR_TIMEOUT.
+TEST_P(Comm, MismatchedCountAcrossAlgorithmsIsAMismatchNotATimeout) {
+  for (int n : {2, 4}) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    const auto started = std::chrono::steady_clock::now();
+    const Outcome o = run(GetParam(), n, "mismatch-algorithm", "MP_TIMEOUT_S=3");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    EXPECT_EQ(o.code, 0) << o.output;
+    for (int r = 0; r < n; ++r) {
+      const std::string text = error_text(o.output, r, "GW_ERR_MISMATCH");
+      ASSERT_FALSE(text.empty()) << "rank " << r << " did not report GW_ERR_MISMATCH:\n" << o.output;
+      EXPECT_TRUE(text.find("count: 32768 vs 1000") != std::string::npos ||
+                  text.find("count: 1000 vs 32768") != std::string::npos)
+          << "rank " << r << "'s message does not name both counts: " << text;
+    }
+    EXPECT_EQ(count_of(o.output, "FAIL"), 0) << o.output;
+    EXPECT_EQ(count_of(o.output, "GW_ERR_TIMEOUT"), 0) << o.output;
+    // timeout_s + the grace period + start-up and shutdown; a rank that waited for a second timeout
+    // (or forever) would take longer.
+    EXPECT_LT(seconds, 15.0) << o.output;
+  }
+}
+
+// A rank that arrives late, within the grace period after the others passed their deadline and sent it
+// stuck notices: the collective completes, the notices do not fail it, and it still receives the failure
+// notice of the mismatch that follows (its notice receives were posted again).
+TEST_P(Comm, LateRankWithinTheGracePeriodIsNotAnError) {
+  const Outcome o = run(GetParam(), 3, "late-rank", "MP_TIMEOUT_S=3 MP_LATE_S=4");
+  EXPECT_EQ(o.code, 0) << o.output;
+  expect_error_on(o, all_ranks(3), "GW_ERR_MISMATCH", "count: ");
 }
 
 // Killed in the middle of a collective: the others end with an error (a dead peer, or the timeout on

@@ -269,6 +269,13 @@ void case_mismatch(gw_comm* comm, const std::string& what) {
   const bool odd = g_rank == g_size - 1;
   if (what == "count" && odd) t.count = 999;
   if (what == "count-large" && odd) t.count = 10;  // another algorithm on the odd rank
+  // Rank 0 above [collectives] ring_threshold_bytes (the default 64 KiB: the ring), the others below it
+  // (recursive doubling): their messages never match, so only the stuck notices can tell the difference.
+  std::vector<float> ring_sized;
+  if (what == "algorithm" && g_rank == 0) {
+    ring_sized.assign(32768, 1.0f);
+    t = tensor(GW_DTYPE_F32, ring_sized.data(), ring_sized.size());
+  }
   if (what == "dtype" && odd) t.dtype = GW_DTYPE_I32;
   gw_reduce_op op = GW_REDUCE_SUM;
   if (what == "op" && odd) op = GW_REDUCE_MAX;
@@ -283,6 +290,24 @@ void case_mismatch(gw_comm* comm, const std::string& what) {
     st = gw_allreduce(comm, &t, &t, op);
   }
   expect_error(st, GW_ERR_MISMATCH, ("mismatch " + what).c_str());
+}
+
+// Rank 0 reaches the first allreduce MP_LATE_S seconds late: the others pass their deadline, send it
+// stuck notices and wait the grace period, in which rank 0 arrives. The stuck notices must not fail rank
+// 0, and its notice receives must still work: the mismatch that follows reaches it only as a failure
+// notice (its recursive-doubling partner never sees the odd rank's header).
+void case_late_rank(gw_comm* comm) {
+  std::vector<float> buf(1000);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = float(input_value(g_rank, i));
+  if (g_rank == 0) usleep(useconds_t(std::atof(std::getenv("MP_LATE_S") ? std::getenv("MP_LATE_S") : "4") * 1e6));
+  gw_tensor t = tensor(GW_DTYPE_F32, buf.data(), buf.size());
+  check(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce with a late rank 0");
+  for (size_t i = 0; i < buf.size(); ++i) {
+    double ref = 0;
+    for (int r = 0; r < g_size; ++r) ref += input_value(r, i);
+    if (buf[i] != float(ref)) die("late-rank: wrong value at " + std::to_string(i));
+  }
+  case_mismatch(comm, "count");
 }
 
 void case_kill(gw_comm* comm) {
@@ -357,6 +382,7 @@ int main(int argc, char** argv) {
   else if (c == "large") case_large(comm, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64ull << 20);
   else if (c == "many") case_many(comm);
   else if (c.rfind("mismatch-", 0) == 0) case_mismatch(comm, c.substr(9));
+  else if (c == "late-rank") case_late_rank(comm);
   else if (c == "kill") case_kill(comm);
   else if (c == "fail-rank") {
     check(gw_barrier(comm), "barrier");
