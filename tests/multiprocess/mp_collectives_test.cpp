@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -208,6 +209,70 @@ TEST(CommCreate, RankThatNeverStartsIsNamedOnTheOthers) {
   const Outcome o = run("tcp", 3, "missing-rank", "MP_TIMEOUT_S=3");
   EXPECT_EQ(o.code, 0) << o.output;
   expect_error_on(o, {0, 1}, "GW_ERR_TIMEOUT", "rank 2 did not arrive");
+}
+
+// `mp_rank allgather-callback DIR r n ARGS` for every rank r, started here without a launcher: no GW_*
+// variables, rank and size in gw_comm_options, the rendezvous through the application's allgather
+// callback (files in DIR). Each rank's output lines are prefixed "[r] " as `gradwire run` does, and end
+// with "[r] exit STATUS".
+Outcome run_with_allgather_callback(const std::string& tls, int n, const std::string& args, const std::string& timeout_s) {
+  char dir_template[] = "/tmp/gw-mp-allgather-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (dir == nullptr) return Outcome{};
+  std::string command = "(";
+  for (int r = 0; r < n; ++r) {
+    const std::string rank = std::to_string(r);
+    command += "(env -u GW_RANK -u GW_WORLD_SIZE -u GW_LOCAL_RANK -u GW_ROOT_ADDR -u GW_ROOT_PORT UCX_TLS=" + tls +
+               " MP_TIMEOUT_S=" + timeout_s + " " + MP_RANK + " allgather-callback " + dir + " " + rank + " " +
+               std::to_string(n) + " " + args + " 2>&1; echo \"exit $?\") | sed -u 's/^/[" + rank + "] /' & ";
+  }
+  Outcome o = shell(command + "wait)");
+  shell(std::string("rm -rf ") + dir);
+  return o;
+}
+
+TEST(CommCreate, AllgatherCallbackInsteadOfTheRendezvous) {
+  for (const std::string tls : {"shm", "tcp"}) {
+    for (int n : {1, 3}) {
+      SCOPED_TRACE(tls + ", ranks " + std::to_string(n));
+      const Outcome o = run_with_allgather_callback(tls, n, "", "30");
+      for (int r = 0; r < n; ++r) {
+        EXPECT_NE(o.output.find("[" + std::to_string(r) + "] OK rank " + std::to_string(r)), std::string::npos) << o.output;
+        EXPECT_NE(o.output.find("[" + std::to_string(r) + "] exit 0"), std::string::npos) << o.output;
+      }
+      EXPECT_EQ(count_of(o.output, "FAIL"), 0) << o.output;
+    }
+  }
+}
+
+// Rank 1's callback returns GW_ERR_TRANSPORT in its first call (the record sizes), then in its second
+// (the records): its gw_comm_create fails with that status, saying the callback returned it. The
+// others' callbacks give up after their own timeout (3 s) naming the rank they missed, and their
+// gw_comm_create fails with GW_ERR_TIMEOUT; nobody hangs.
+TEST(CommCreate, AllgatherCallbackErrorFailsThatRankAndTheOthersTimeOut) {
+  for (const std::string call : {"1", "2"}) {
+    SCOPED_TRACE("failing call " + call);
+    const auto started = std::chrono::steady_clock::now();
+    const Outcome o = run_with_allgather_callback("tcp", 3, "1:" + call, "3");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    for (int r = 0; r < 3; ++r) EXPECT_NE(o.output.find("[" + std::to_string(r) + "] exit 0"), std::string::npos) << o.output;
+    expect_error_on(o, {1}, "GW_ERR_TRANSPORT", "allgather callback (gw_comm_options.allgather) returned GW_ERR_TRANSPORT on rank 1 of 3, in its " +
+                                                    std::string(call == "1" ? "first" : "second") + " call");
+    for (int r : {0, 2}) {
+      expect_error_on(o, {r}, "GW_ERR_TIMEOUT", "returned GW_ERR_TIMEOUT on rank " + std::to_string(r) + " of 3");
+      EXPECT_NE(o.output.find("[" + std::to_string(r) + "] allgather-callback: call " + call + ": no record from rank 1 within 3 s"),
+                std::string::npos) << o.output;
+    }
+    EXPECT_LT(seconds, 15.0) << o.output;
+  }
+}
+
+// A callback that does not return the bytes in rank order would connect ranks to the wrong addresses:
+// every rank whose own record is not at its index refuses, naming the rule.
+TEST(CommCreate, AllgatherCallbackOutOfRankOrderIsRefused) {
+  const Outcome o = run_with_allgather_callback("tcp", 2, "reverse", "30");
+  for (int r = 0; r < 2; ++r) EXPECT_NE(o.output.find("[" + std::to_string(r) + "] exit 0"), std::string::npos) << o.output;
+  expect_error_on(o, all_ranks(2), "GW_ERR_INVALID_ARGUMENT", "out must hold every rank's bytes in rank order");
 }
 
 // The launcher conventions: torchrun's, Open MPI's and Slurm's variables instead of GW_*.
