@@ -315,6 +315,47 @@ TEST(Run, PrefixesEveryLineWithTheRank) {
       EXPECT_NE(o.output.find("[" + std::to_string(r) + "] " + word + "\n"), std::string::npos) << o.output;
 }
 
+// Every rank's program gets exactly the words from PROG on: a "--" of its own, options that look like
+// run's (-n, --link, --keep-going, --grace), with or without a "--" before PROG. The options before PROG
+// are still run's (two ranks, --keep-going, --grace).
+TEST(Run, PassesTheProgramsArgumentsThroughUnchanged) {
+  const std::string prog = std::string(MP_RANK) + " print-argv";
+  struct Case {
+    std::string run_args;  // between `gradwire run` and the program's own words
+    std::string prog_args;
+    int ranks;
+    std::string expected;  // what the program prints
+  };
+  const Case cases[] = {
+      {"-n 1", "a -- -z", 1, "argv: [a] [--] [-z]"},
+      {"-n 2 --", "-x --y z", 2, "argv: [-x] [--y] [z]"},
+      {"-n 2", "-n 5 --link 1gbit --keep-going --grace 0", 2, "argv: [-n] [5] [--link] [1gbit] [--keep-going] [--grace] [0]"},
+      {"-n 1 --", "-n 5 --link=1gbit -- --", 1, "argv: [-n] [5] [--link=1gbit] [--] [--]"},
+      {"--keep-going -n 2 --grace 1 --", "run -n 3", 2, "argv: [run] [-n] [3]"},
+      {"--ranks=3", "--help --version", 3, "argv: [--help] [--version]"},
+      {"-n 1", "", 1, "argv:"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("gradwire run " + c.run_args + " PROG " + c.prog_args);
+    const Outcome o = shell(std::string(GW_CLI) + " run " + c.run_args + " " + prog + " " + c.prog_args);
+    EXPECT_EQ(o.code, 0) << o.output;
+    for (int r = 0; r < c.ranks; ++r)
+      EXPECT_NE(o.output.find("[" + std::to_string(r) + "] " + c.expected + "\n"), std::string::npos) << o.output;
+    EXPECT_EQ(count_of(o.output, "argv:"), c.ranks) << o.output;
+  }
+}
+
+// An unknown option before PROG is an error of run's (not taken for the program), and so is no PROG.
+TEST(Run, RefusesAnUnknownOptionBeforeTheProgramAndAMissingProgram) {
+  Outcome o = shell(std::string(GW_CLI) + " run -n 1 --bogus " + MP_RANK + " print-argv");
+  EXPECT_NE(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("--bogus"), std::string::npos) << o.output;
+  EXPECT_EQ(count_of(o.output, "argv:"), 0) << o.output;
+  o = shell(std::string(GW_CLI) + " run -n 1 --");
+  EXPECT_NE(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("give the program to start"), std::string::npos) << o.output;
+}
+
 TEST(Run, ReportsAProgramThatCannotStart) {
   const Outcome o = shell(std::string(GW_CLI) + " run -n 2 -- /nonexistent/program");
   EXPECT_EQ(o.code, 127) << o.output;

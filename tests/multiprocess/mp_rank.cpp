@@ -407,6 +407,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string c = argv[1];
+  if (c == "print-argv") {  // for the `gradwire run` tests: exactly the arguments it was given
+    std::string line = "argv:";
+    for (int i = 2; i < argc; ++i) line += std::string(" [") + argv[i] + "]";
+    std::printf("%s\n", line.c_str());
+    return 0;
+  }
   // Before the communicator exists the rank comes from whichever launcher convention is in use.
   for (const char* name : {"GW_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
     if (std::getenv(name)) {
