@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include "bootstrap/rendezvous.hpp"
@@ -37,29 +38,57 @@ std::vector<std::string> unpack_records(const std::string& bytes, uint32_t expec
   return records;
 }
 
+namespace {
+
+// Records are a few kilobytes; a larger size means the callback returned something else.
+constexpr uint64_t kMaxRecordBytes = uint64_t(1) << 30;
+
+void call(gw_allgather_fn fn, void* user, const void* in, uint64_t bytes, void* out, uint32_t rank,
+          uint32_t world_size, const char* which) {
+  const gw_status st = fn(user, in, bytes, out);
+  if (st == GW_OK) return;
+  fail(st < 0 ? st : GW_ERR_INTERNAL,
+       "bootstrap: the application's allgather callback (gw_comm_options.allgather) returned " +
+           std::string(gw_status_string(st)) + " on rank " + std::to_string(rank) + " of " +
+           std::to_string(world_size) + ", in its " + which +
+           ". The runtime cannot see into the application's rendezvous: the callback's own output should say "
+           "what failed or which rank it missed; the other ranks' callbacks miss this rank and must fail or time "
+           "out on their own (each must bound its waits)");
+}
+
+}  // namespace
+
 std::vector<std::string> callback_allgather(gw_allgather_fn fn, void* user, uint32_t rank, uint32_t world_size,
                                             const std::string& mine) {
-  (void)rank;
   const uint64_t my_size = mine.size();
   std::vector<uint64_t> sizes(world_size);
-  gw_status st = fn(user, &my_size, sizeof(my_size), sizes.data());
-  if (st != GW_OK)
-    fail(st < 0 ? st : GW_ERR_INTERNAL, "bootstrap: the application's allgather callback failed with " +
-                                            std::string(gw_status_string(st)) + " (gathering record sizes)");
+  call(fn, user, &my_size, sizeof(my_size), sizes.data(), rank, world_size,
+       "first call (gathering every rank's record size, 8 bytes each)");
+  // A callback that does not gather in rank order would connect the ranks to the wrong addresses.
+  if (sizes[rank] != my_size)
+    fail(GW_ERR_INVALID_ARGUMENT,
+         "bootstrap: the application's allgather callback put " + std::to_string(sizes[rank]) + " at index " +
+             std::to_string(rank) + " where this rank passed " + std::to_string(my_size) +
+             "; out must hold every rank's bytes in rank order (world_size * bytes)");
   uint64_t largest = 0;
-  for (uint64_t s : sizes) largest = std::max(largest, s);
+  for (uint32_t r = 0; r < world_size; ++r) {
+    if (sizes[r] == 0 || sizes[r] > kMaxRecordBytes)
+      fail(GW_ERR_CORRUPT, "bootstrap: the application's allgather callback returned a record size of " +
+                               std::to_string(sizes[r]) + " bytes for rank " + std::to_string(r) +
+                               " (is that rank running another program, or is the callback's output misplaced?)");
+    largest = std::max(largest, sizes[r]);
+  }
   std::string padded = mine;
   padded.resize(largest);
   std::string all(largest * world_size, '\0');
-  st = fn(user, padded.data(), largest, all.data());
-  if (st != GW_OK)
-    fail(st < 0 ? st : GW_ERR_INTERNAL, "bootstrap: the application's allgather callback failed with " +
-                                            std::string(gw_status_string(st)) + " (gathering records)");
+  call(fn, user, padded.data(), largest, all.data(), rank, world_size,
+       ("second call (gathering the records, " + std::to_string(largest) + " bytes each)").c_str());
   std::vector<std::string> records(world_size);
-  for (uint32_t r = 0; r < world_size; ++r) {
-    if (sizes[r] > largest) fail(GW_ERR_CORRUPT, "bootstrap: the allgather callback returned inconsistent sizes");
-    records[r] = all.substr(size_t(r) * largest, sizes[r]);
-  }
+  for (uint32_t r = 0; r < world_size; ++r) records[r] = all.substr(size_t(r) * largest, sizes[r]);
+  if (records[rank] != mine)
+    fail(GW_ERR_INVALID_ARGUMENT, "bootstrap: the application's allgather callback did not return this rank's record "
+                                  "at index " + std::to_string(rank) +
+                                  "; out must hold every rank's bytes in rank order (world_size * bytes)");
   return records;
 }
 

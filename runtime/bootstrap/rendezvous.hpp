@@ -18,7 +18,9 @@ namespace gw::bootstrap {
 std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::string& mine, double timeout_s);
 
 // The application's own rendezvous (gw_comm_options.allgather): first the record sizes, then the
-// records padded to the largest.
+// records padded to the largest. A failing call throws its status (a positive one: GW_ERR_INTERNAL);
+// output that does not hold this rank's size and record at index `rank` is GW_ERR_INVALID_ARGUMENT, a
+// record size of 0 or over 1 GiB GW_ERR_CORRUPT.
 std::vector<std::string> callback_allgather(gw_allgather_fn fn, void* user, uint32_t rank, uint32_t world_size,
                                             const std::string& mine);
 

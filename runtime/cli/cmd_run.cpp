@@ -139,8 +139,7 @@ void signal_all(std::vector<Rank>& ranks, int sig) {
     if (r.running) killpg(r.pid, sig);
 }
 
-int run_ranks(int n, std::vector<std::string> command, double grace_s, bool keep_going, const std::string& link) {
-  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bool keep_going, const std::string& link) {
   if (command.empty()) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: give the program to start: gradwire run -n N -- PROG ARGS");
   if (n < 1) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: -n must be at least 1");
   const int port = free_port();
@@ -254,18 +253,18 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--link", *link,
                   "Place every rank in its own network namespace behind a link of this rate (tc syntax: 1gbit, "
                   "10gbit, 100mbit); needs root, else runs on loopback (scripts/cluster.sh)");
-  // PROG ARGS either after "--" (the positional) or as the first non-option (prefix_command's remainder).
-  auto positional = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("command", *positional, "The program and its arguments");
-  cmd->prefix_command();
+  // PROG ARGS: everything from the first word that is not one of run's options (or its value), or
+  // everything after a "--" that comes before PROG. positionals_at_end: once the positional has its first
+  // word, every later word is the program's, verbatim: options that look like run's own (-n, --link), a
+  // "--" of the program's, the word "run". An unknown option before PROG is an error, not the program.
+  auto command = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("command", *command, "The program and its arguments (all words from the program on are "
+                                       "passed to it unchanged)");
+  cmd->positionals_at_end();
   cmd->footer("Example: gradwire run -n 4 -- ./train --epochs 3");
-  cmd->callback([cmd, &exit_code, ranks, grace, keep_going, link, positional] {
-    std::vector<std::string> command = *positional;
-    std::vector<std::string> rest = cmd->remaining();
-    // After "--", CLI11 hands the words to the positional and reports the "--" itself as remaining.
-    if (!positional->empty() && !rest.empty() && rest.front() == "--") rest.erase(rest.begin());
-    for (auto& a : rest) command.push_back(a);
-    exit_code = run_ranks(*ranks, command, *grace, *keep_going, *link);
+  cmd->callback([&exit_code, ranks, grace, keep_going, link, command] {
+    // The "--" that ended run's options is not in `command` (CLI11 reports it in remaining()).
+    exit_code = run_ranks(*ranks, *command, *grace, *keep_going, *link);
   });
 }
 

@@ -191,6 +191,30 @@ uint32_t Collective::start_recv(uint32_t peer, uint32_t step, void* data, uint64
   return id;
 }
 
+std::vector<std::string> signature_differences(const Signature& theirs, const Signature& mine) {
+  std::vector<std::string> diffs;
+  if (theirs.kind != mine.kind)
+    diffs.push_back(std::string("collective: ") + kind_name(theirs.kind) + " vs " + kind_name(mine.kind));
+  if (theirs.op != mine.op) diffs.push_back(std::string("op: ") + op_name(theirs.op) + " vs " + op_name(mine.op));
+  if (theirs.dtype != mine.dtype) diffs.push_back("dtype: " + dtype_text(theirs.dtype) + " vs " + dtype_text(mine.dtype));
+  if (theirs.count != mine.count)
+    diffs.push_back("count: " + std::to_string(theirs.count) + " vs " + std::to_string(mine.count));
+  if (theirs.root != mine.root) diffs.push_back("root: " + std::to_string(theirs.root) + " vs " + std::to_string(mine.root));
+  if (theirs.codec_id != mine.codec_id)
+    diffs.push_back("codec id: " + std::to_string(theirs.codec_id) + " vs " + std::to_string(mine.codec_id));
+  return diffs;
+}
+
+std::string mismatch_message(uint32_t seq, uint32_t their_rank, const Signature& theirs, uint32_t my_rank,
+                             const Signature& mine, const std::vector<std::string>& differences) {
+  const std::string who = "rank " + std::to_string(their_rank);
+  std::string text = "collective #" + std::to_string(seq) + ": ranks disagree. " + who + " called " + theirs.describe() +
+                     ", rank " + std::to_string(my_rank) + " called " + mine.describe() + ". Differences (" + who +
+                     " vs rank " + std::to_string(my_rank) + "): ";
+  for (size_t i = 0; i < differences.size(); ++i) text += (i ? "; " : "") + differences[i];
+  return text + ". Every rank must call the same collectives in the same order with the same count, dtype and op.";
+}
+
 void Collective::check_header(const Message& m, uint64_t received) const {
   const std::string who = "rank " + std::to_string(m.peer);
   if (received < sizeof(MessageHeader))
@@ -214,18 +238,7 @@ void Collective::check_header(const Message& m, uint64_t received) const {
   if (h.seq != seq_)
     diffs.push_back("collective number: " + who + " is at #" + std::to_string(h.seq) + ", this rank at #" +
                     std::to_string(seq_));
-  if (theirs.kind != signature_.kind)
-    diffs.push_back(std::string("collective: ") + kind_name(theirs.kind) + " vs " + kind_name(signature_.kind));
-  if (theirs.op != signature_.op)
-    diffs.push_back(std::string("op: ") + op_name(theirs.op) + " vs " + op_name(signature_.op));
-  if (theirs.dtype != signature_.dtype)
-    diffs.push_back("dtype: " + dtype_text(theirs.dtype) + " vs " + dtype_text(signature_.dtype));
-  if (theirs.count != signature_.count)
-    diffs.push_back("count: " + std::to_string(theirs.count) + " vs " + std::to_string(signature_.count));
-  if (theirs.root != signature_.root)
-    diffs.push_back("root: " + std::to_string(theirs.root) + " vs " + std::to_string(signature_.root));
-  if (theirs.codec_id != signature_.codec_id)
-    diffs.push_back("codec id: " + std::to_string(theirs.codec_id) + " vs " + std::to_string(signature_.codec_id));
+  for (auto& d : signature_differences(theirs, signature_)) diffs.push_back(std::move(d));
   if (diffs.empty() && (h.step != m.step || (m.exact ? h.bytes != m.bytes : h.bytes > m.bytes)))
     diffs.push_back("message " + std::to_string(h.step) + " of " + std::to_string(h.bytes) + " bytes vs message " +
                     std::to_string(m.step) + " of " + (m.exact ? "" : "at most ") + std::to_string(m.bytes) +
@@ -233,14 +246,7 @@ void Collective::check_header(const Message& m, uint64_t received) const {
   if (diffs.empty() && (h.flags & kPacked) && received != sizeof(h) + h.bytes)
     fail(GW_ERR_CORRUPT, "collective #" + std::to_string(seq_) + ": " + who + " sent " + std::to_string(received) +
                              " bytes where its header announces " + std::to_string(sizeof(h) + h.bytes));
-  if (!diffs.empty()) {
-    std::string text = "collective #" + std::to_string(seq_) + ": ranks disagree. " + who + " called " +
-                       theirs.describe() + ", rank " + std::to_string(rank_) + " called " + signature_.describe() +
-                       ". Differences (" + who + " vs rank " + std::to_string(rank_) + "): ";
-    for (size_t i = 0; i < diffs.size(); ++i) text += (i ? "; " : "") + diffs[i];
-    fail(GW_ERR_MISMATCH, text + ". Every rank must call the same collectives in the same order with the same "
-                                 "count, dtype and op.");
-  }
+  if (!diffs.empty()) fail(GW_ERR_MISMATCH, mismatch_message(seq_, m.peer, theirs, rank_, signature_, diffs));
 }
 
 bool Collective::poll_message(Message& m) {
@@ -279,9 +285,11 @@ bool Collective::poll_message(Message& m) {
   return true;
 }
 
-void Collective::check_deadline() const {
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_started_).count();
-  if (waited <= timeout_s_) return;
+double Collective::waited() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_started_).count();
+}
+
+void Collective::fail_timeout(const std::string& detail) const {
   std::set<std::string> seen;
   std::string peers;
   for (const auto& m : pending_) {
@@ -289,10 +297,10 @@ void Collective::check_deadline() const {
     if (seen.insert(what).second) peers += (peers.empty() ? "" : ", ") + what;
   }
   fail(GW_ERR_TIMEOUT, "collective #" + std::to_string(seq_) + " " + signature_.describe() + ": rank " +
-                           std::to_string(rank_) + " waited " + std::to_string(int(waited)) +
+                           std::to_string(rank_) + " waited " + std::to_string(int(waited())) +
                            " s for messages (" + peers +
                            ") without progress; that rank is stuck, gone, or called a different collective "
-                           "([runtime] timeout_s)");
+                           "([runtime] timeout_s)" + detail);
 }
 
 void Collective::start(Task algorithm) {
@@ -333,10 +341,7 @@ bool Collective::poll() {
       return true;
     }
     const bool all_done = poll_pending();
-    if (waiting_any_ ? completed_.empty() : !all_done) {
-      check_deadline();
-      return false;
-    }
+    if (waiting_any_ ? completed_.empty() : !all_done) return false;
     if (!waiting_any_) completed_.clear();  // an all() algorithm never asks which completed
     auto h = std::exchange(resume_point_, {});
     if (!h) fail(GW_ERR_INTERNAL, "collective #" + std::to_string(seq_) + " has nothing to resume");

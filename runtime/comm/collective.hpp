@@ -43,6 +43,15 @@ struct Signature {
   std::string describe() const;  // "allreduce(sum, f32, 100 elements)"
 };
 
+// How another rank's call (theirs) differs from this rank's (mine), one "what: theirs vs mine" per field;
+// empty when they agree.
+std::vector<std::string> signature_differences(const Signature& theirs, const Signature& mine);
+// The GW_ERR_MISMATCH text of collective #seq: both calls and the differences (as listed above, plus
+// any the caller found, such as another collective number). Every mismatch the runtime reports between
+// two ranks' collectives is spelled by this function.
+std::string mismatch_message(uint32_t seq, uint32_t their_rank, const Signature& theirs, uint32_t my_rank,
+                             const Signature& mine, const std::vector<std::string>& differences);
+
 // The header in front of every collective message; little-endian on the wire (see docs/collectives.md).
 struct MessageHeader {
   uint32_t magic;
@@ -132,8 +141,17 @@ class Collective {
   // The driver side: run `algorithm` (a coroutine over this collective) until it waits.
   void start(Task algorithm);
   // Tests the messages in flight and resumes the algorithm when they are done. Returns true once the
-  // algorithm has finished; throws gw::Error on a mismatch, a transport failure or a timeout.
+  // algorithm has finished; throws gw::Error on a mismatch or a transport failure. It never times out by
+  // itself: the driver asks overdue() and decides when to give up (fail_timeout), so that it can first
+  // ask the other ranks where they are stuck (the communicator's stuck notices).
   bool poll();
+  // Seconds the algorithm's current wait has gone without completing.
+  double waited() const;
+  double timeout_s() const { return timeout_s_; }
+  // The current wait has passed timeout_s.
+  bool overdue() const { return waited() > timeout_s_; }
+  // GW_ERR_TIMEOUT naming the peers this rank waits for; `detail` is appended (what the others said).
+  [[noreturn]] void fail_timeout(const std::string& detail) const;
 
  private:
   struct Message;
@@ -142,7 +160,6 @@ class Collective {
   bool poll_message(Message& m);
   // Tests every pending message, moving the completed ones to completed_. True when none is pending.
   bool poll_pending();
-  void check_deadline() const;
 
   PointToPoint& p2p_;
   uint32_t rank_;

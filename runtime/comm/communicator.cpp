@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -12,6 +13,51 @@ namespace {
 
 constexpr uint64_t kNoticeBytes = 4096;
 constexpr double kNoticeFlushSeconds = 2.0;
+// How long a rank whose collective passed its deadline waits for the other ranks' stuck notices (at
+// most timeout_s) before it reports the timeout.
+constexpr double kStuckGraceSeconds = 2.0;
+
+// A notice is [code : i32][collective number : u32][body], little-endian. code < 0: a failure with that
+// gw_status, the body its message; kStuckNotice: the sender's collective of that number passed its
+// deadline, the body its Signature (kSignatureBytes, below). Not a failure.
+constexpr int32_t kStuckNotice = 1;
+constexpr size_t kNoticeHeadBytes = sizeof(int32_t) + sizeof(uint32_t);
+constexpr size_t kSignatureBytes = 20;
+
+// [kind : u8][op : u8][dtype : u8][reserved : u8][root : u32][codec id : u32][count : u64]
+std::string encode_signature(const Signature& s) {
+  std::string out(kSignatureBytes, '\0');
+  out[0] = char(uint8_t(s.kind));
+  out[1] = char(uint8_t(s.op));
+  out[2] = char(uint8_t(s.dtype));
+  std::memcpy(out.data() + 4, &s.root, sizeof(s.root));
+  std::memcpy(out.data() + 8, &s.codec_id, sizeof(s.codec_id));
+  std::memcpy(out.data() + 12, &s.count, sizeof(s.count));
+  return out;
+}
+
+Signature decode_signature(const unsigned char* p) {
+  Signature s;
+  s.kind = CollectiveKind(p[0]);
+  s.op = gw_reduce_op(p[1]);
+  s.dtype = gw_dtype(p[2]);
+  std::memcpy(&s.root, p + 4, sizeof(s.root));
+  std::memcpy(&s.codec_id, p + 8, sizeof(s.codec_id));
+  std::memcpy(&s.count, p + 12, sizeof(s.count));
+  return s;
+}
+
+// "rank 3", "ranks 1, 2 and 5" (at most 16 named).
+std::string rank_list(const std::vector<uint32_t>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  const size_t shown = std::min<size_t>(ranks.size(), 16);
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) out += i + 1 == ranks.size() ? " and " : ", ";
+    out += std::to_string(ranks[i]);
+  }
+  if (shown < ranks.size()) out += " and " + std::to_string(ranks.size() - shown) + " more";
+  return out;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -117,7 +163,10 @@ bool Communicator::poll(gw_request* r) {
   if (r->status != GW_IN_PROGRESS) return true;
   if (r->collective) {
     try {
-      if (!r->collective->poll()) return false;
+      if (!r->collective->poll()) {
+        if (r->collective->overdue()) handle_overdue(*r);
+        return false;
+      }
     } catch (const Error& e) {
       fail_all(e.status(), e.what(), true, r->collective->seq());
       return true;
@@ -141,6 +190,17 @@ bool Communicator::poll(gw_request* r) {
 }
 
 void Communicator::poll_notices() {
+  // Notices this rank sent that have left: release them.
+  std::erase_if(outgoing_notices_, [this](Notice& n) {
+    bool done = true;
+    try {
+      done = p2p_->test(n.op, nullptr);
+    } catch (const Error&) {
+      // The peer is gone; nothing more to send it.
+    }
+    if (done) p2p_->free(n.op);
+    return done;
+  });
   for (uint32_t peer = 0; peer < incoming_notices_.size(); ++peer) {
     Notice& n = incoming_notices_[peer];
     if (n.op == nullptr) continue;
@@ -157,19 +217,98 @@ void Communicator::poll_notices() {
     if (!arrived) continue;
     p2p_->free(n.op);
     n.op = nullptr;
-    // [status : i32][collective number : u32][text]
-    int32_t status = GW_ERR_INTERNAL;
+    int32_t code = GW_ERR_INTERNAL;
     uint32_t seq = 0;
     std::string text = "(no message)";
-    if (bytes >= sizeof(status) + sizeof(seq)) {
-      std::memcpy(&status, n.buffer.data(), sizeof(status));
-      std::memcpy(&seq, n.buffer.data() + sizeof(status), sizeof(seq));
-      text.assign(reinterpret_cast<const char*>(n.buffer.data()) + sizeof(status) + sizeof(seq),
-                  bytes - sizeof(status) - sizeof(seq));
+    if (bytes >= kNoticeHeadBytes) {
+      std::memcpy(&code, n.buffer.data(), sizeof(code));
+      std::memcpy(&seq, n.buffer.data() + sizeof(code), sizeof(seq));
+      text.assign(reinterpret_cast<const char*>(n.buffer.data()) + kNoticeHeadBytes, bytes - kNoticeHeadBytes);
     }
-    if (status >= 0) status = GW_ERR_INTERNAL;
-    fail_all(gw_status(status), "rank " + std::to_string(peer) + " failed and reported: " + text, false, seq);
+    if (code == kStuckNotice) {
+      // Not a failure: remember where that peer is stuck (handle_overdue compares), and listen on.
+      if (bytes == kNoticeHeadBytes + kSignatureBytes)
+        stuck_peers_[seq][peer] = decode_signature(n.buffer.data() + kNoticeHeadBytes);
+      try {
+        n.op = p2p_->recv(peer, tags::kControl, n.buffer.data(), n.buffer.size());
+      } catch (const Error&) {
+        n.op = nullptr;  // the transport failed; operations fail on their own
+      }
+      continue;
+    }
+    if (code >= 0) code = GW_ERR_INTERNAL;
+    fail_all(gw_status(code), "rank " + std::to_string(peer) + " failed and reported: " + text, false, seq);
   }
+}
+
+void Communicator::send_notice(uint32_t peer, int32_t code, uint32_t seq, const std::string& body) {
+  Notice n;
+  n.buffer.resize(kNoticeHeadBytes + body.size());
+  std::memcpy(n.buffer.data(), &code, sizeof(code));
+  std::memcpy(n.buffer.data() + sizeof(code), &seq, sizeof(seq));
+  std::memcpy(n.buffer.data() + kNoticeHeadBytes, body.data(), body.size());
+  try {
+    n.op = p2p_->send(peer, tags::kControl, n.buffer.data(), n.buffer.size());
+  } catch (const Error&) {
+    return;  // unreachable peer: it will learn from its own failures
+  }
+  outgoing_notices_.push_back(std::move(n));
+}
+
+void Communicator::handle_overdue(gw_request& r) {
+  const Collective& c = *r.collective;
+  if (!r.stuck_notified) {
+    r.stuck_notified = true;
+    const std::string body = encode_signature(c.signature());
+    for (uint32_t peer = 0; peer < size(); ++peer)
+      if (peer != rank()) send_notice(peer, kStuckNotice, c.seq(), body);
+  }
+  size_t answered = 0;
+  if (const auto it = stuck_peers_.find(c.seq()); it != stuck_peers_.end()) {
+    for (const auto& [peer, theirs] : it->second) {
+      const std::vector<std::string> diffs = signature_differences(theirs, c.signature());
+      if (!diffs.empty())
+        fail(GW_ERR_MISMATCH, mismatch_message(c.seq(), peer, theirs, rank(), c.signature(), diffs) +
+                                  " (Found through stuck notices: both ranks waited [runtime] timeout_s in this "
+                                  "collective because their calls exchange different messages, e.g. one on the "
+                                  "ring algorithm and the other on recursive doubling.)");
+      ++answered;
+    }
+  }
+  // Every other rank is stuck in the same call: nothing more to learn.
+  const double grace = std::min(c.timeout_s(), kStuckGraceSeconds);
+  if (answered + 1 >= size() || c.waited() > c.timeout_s() + grace) c.fail_timeout(stuck_report(c));
+}
+
+std::string Communicator::stuck_report(const Collective& c) const {
+  std::vector<uint32_t> same, silent;
+  std::string elsewhere;
+  const auto here = stuck_peers_.find(c.seq());
+  for (uint32_t peer = 0; peer < size(); ++peer) {
+    if (peer == rank()) continue;
+    if (here != stuck_peers_.end() && here->second.count(peer)) {
+      same.push_back(peer);
+      continue;
+    }
+    // The latest other collective that peer said it is stuck in.
+    bool found = false;
+    for (auto it = stuck_peers_.rbegin(); it != stuck_peers_.rend() && !found; ++it) {
+      const auto p = it->second.find(peer);
+      if (p == it->second.end()) continue;
+      elsewhere += "; rank " + std::to_string(peer) + " is stuck in collective #" + std::to_string(it->first) + " " +
+                   p->second.describe();
+      found = true;
+    }
+    if (!found) silent.push_back(peer);
+  }
+  std::string text = ". After the timeout the ranks exchanged stuck notices";
+  if (!same.empty()) text += "; " + rank_list(same) + (same.size() == 1 ? " is" : " are") + " stuck in this collective too, with the same call";
+  text += elsewhere;
+  if (!silent.empty())
+    text += "; no stuck notice from " + rank_list(silent) + " within " +
+            std::to_string(int(std::min(c.timeout_s(), kStuckGraceSeconds) + 0.5)) +
+            " s (busy outside gradwire, not yet in this collective, or gone)";
+  return text;
 }
 
 void Communicator::fail_all(gw_status status, const std::string& message, bool notify, uint32_t from_seq) {
@@ -177,22 +316,9 @@ void Communicator::fail_all(gw_status status, const std::string& message, bool n
     failed_status_ = status;
     failed_message_ = message;
     if (notify && status != GW_ERR_ABORTED) {
-      const int32_t code = status;
-      const std::string text = message.substr(0, kNoticeBytes - sizeof(code) - sizeof(from_seq));
-      for (uint32_t peer = 0; peer < size(); ++peer) {
-        if (peer == rank()) continue;
-        Notice n;
-        n.buffer.resize(sizeof(code) + sizeof(from_seq) + text.size());
-        std::memcpy(n.buffer.data(), &code, sizeof(code));
-        std::memcpy(n.buffer.data() + sizeof(code), &from_seq, sizeof(from_seq));
-        std::memcpy(n.buffer.data() + sizeof(code) + sizeof(from_seq), text.data(), text.size());
-        try {
-          n.op = p2p_->send(peer, tags::kControl, n.buffer.data(), n.buffer.size());
-        } catch (const Error&) {
-          continue;  // unreachable peer: it will learn from its own failures
-        }
-        outgoing_notices_.push_back(std::move(n));
-      }
+      const std::string text = message.substr(0, kNoticeBytes - kNoticeHeadBytes);
+      for (uint32_t peer = 0; peer < size(); ++peer)
+        if (peer != rank()) send_notice(peer, status, from_seq, text);
     }
   }
   const std::vector<gw_request*> active(active_.begin(), active_.end());

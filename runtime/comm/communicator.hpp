@@ -4,7 +4,11 @@
 // Progress happens inside gw_request_test/wait (and the blocking calls): every call drives every active
 // request of the communicator. A collective that fails (mismatch, timeout, dead peer) fails the whole
 // communicator — its collective sequence is broken — and sends a failure notice to every other rank, so
-// ranks that were waiting on someone else end with the same error instead of a timeout.
+// ranks that were waiting on someone else end with the same error instead of a timeout. A collective
+// whose wait passes [runtime] timeout_s first sends every other rank a stuck notice (its collective
+// number and signature) and waits a short grace period for theirs: a rank stuck in the same collective
+// with another signature (count, dtype, ... that chose another algorithm, so no header ever arrived)
+// turns the timeout into GW_ERR_MISMATCH naming the difference.
 #pragma once
 
 #include <gradwire/types.h>
@@ -12,6 +16,7 @@
 #include <atomic>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -32,6 +37,7 @@ struct gw_request {
   uint32_t peer = 0;
   uint64_t expected_bytes = 0;
   bool is_recv = false;
+  bool stuck_notified = false;  // the collective passed its deadline and told the other ranks
   gw_status status = GW_IN_PROGRESS;
   std::string error;
 };
@@ -85,6 +91,13 @@ class Communicator {
   void complete(gw_request* r, gw_status status, const std::string& error);
   bool poll(gw_request* r);
   void poll_notices();
+  // A collective whose wait passed timeout_s: sends the stuck notices (once), compares the other ranks'
+  // stuck notices for the same collective (GW_ERR_MISMATCH on a difference), and after the grace period
+  // throws GW_ERR_TIMEOUT saying which ranks were stuck where.
+  void handle_overdue(gw_request& r);
+  std::string stuck_report(const Collective& c) const;
+  // Sends [code][seq][body] to `peer` on the control tag; an unreachable peer is skipped.
+  void send_notice(uint32_t peer, int32_t code, uint32_t seq, const std::string& body);
   // Marks the communicator failed (no new operations), ends the active collectives numbered `from_seq`
   // and later and every point-to-point request with (status, message), and with notify tells every
   // other rank. Earlier collectives run on: the other ranks may have completed them already.
@@ -105,6 +118,8 @@ class Communicator {
   };
   std::vector<Notice> incoming_notices_;  // one posted receive per peer
   std::vector<Notice> outgoing_notices_;
+  // The stuck notices received: collective number -> peer -> that peer's signature.
+  std::map<uint32_t, std::map<uint32_t, Signature>> stuck_peers_;
 };
 
 }  // namespace gw::comm

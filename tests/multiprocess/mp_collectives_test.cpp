@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -146,6 +148,42 @@ TEST_P(Comm, MismatchedCountOnTheRingIsAnErrorOnEveryRank) {
   expect_error_on(run(GetParam(), 5, "mismatch-count", "MP_RING_THRESHOLD=0"), all_ranks(5), "GW_ERR_MISMATCH", "count: ");
 }
 
+// Rank 0 on the ring path (a count above ring_threshold_bytes), the others on recursive doubling: no
+// message of one algorithm matches a message of the other, so no header shows the difference. After
+// timeout_s (3 s) every rank sends the others a stuck notice with its call; a rank that receives one for
+// the same collective with another call reports GW_ERR_MISMATCH naming both counts, within the grace
+// period (2 s), instead of GW_ERR_TIMEOUT.
+TEST_P(Comm, MismatchedCountAcrossAlgorithmsIsAMismatchNotATimeout) {
+  for (int n : {2, 4}) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    const auto started = std::chrono::steady_clock::now();
+    const Outcome o = run(GetParam(), n, "mismatch-algorithm", "MP_TIMEOUT_S=3");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    EXPECT_EQ(o.code, 0) << o.output;
+    for (int r = 0; r < n; ++r) {
+      const std::string text = error_text(o.output, r, "GW_ERR_MISMATCH");
+      ASSERT_FALSE(text.empty()) << "rank " << r << " did not report GW_ERR_MISMATCH:\n" << o.output;
+      EXPECT_TRUE(text.find("count: 32768 vs 1000") != std::string::npos ||
+                  text.find("count: 1000 vs 32768") != std::string::npos)
+          << "rank " << r << "'s message does not name both counts: " << text;
+    }
+    EXPECT_EQ(count_of(o.output, "FAIL"), 0) << o.output;
+    EXPECT_EQ(count_of(o.output, "GW_ERR_TIMEOUT"), 0) << o.output;
+    // timeout_s + the grace period + start-up and shutdown; a rank that waited for a second timeout
+    // (or forever) would take longer.
+    EXPECT_LT(seconds, 15.0) << o.output;
+  }
+}
+
+// A rank that arrives late, within the grace period after the others passed their deadline and sent it
+// stuck notices: the collective completes, the notices do not fail it, and it still receives the failure
+// notice of the mismatch that follows (its notice receives were posted again).
+TEST_P(Comm, LateRankWithinTheGracePeriodIsNotAnError) {
+  const Outcome o = run(GetParam(), 3, "late-rank", "MP_TIMEOUT_S=3 MP_LATE_S=4");
+  EXPECT_EQ(o.code, 0) << o.output;
+  expect_error_on(o, all_ranks(3), "GW_ERR_MISMATCH", "count: ");
+}
+
 // Killed in the middle of a collective: the others end with an error (a dead peer, or the timeout on
 // transports that cannot see a dead peer), not a hang. --keep-going lets them run on to report it.
 TEST_P(Comm, RankKilledMidCollective) {
@@ -171,6 +209,70 @@ TEST(CommCreate, RankThatNeverStartsIsNamedOnTheOthers) {
   const Outcome o = run("tcp", 3, "missing-rank", "MP_TIMEOUT_S=3");
   EXPECT_EQ(o.code, 0) << o.output;
   expect_error_on(o, {0, 1}, "GW_ERR_TIMEOUT", "rank 2 did not arrive");
+}
+
+// `mp_rank allgather-callback DIR r n ARGS` for every rank r, started here without a launcher: no GW_*
+// variables, rank and size in gw_comm_options, the rendezvous through the application's allgather
+// callback (files in DIR). Each rank's output lines are prefixed "[r] " as `gradwire run` does, and end
+// with "[r] exit STATUS".
+Outcome run_with_allgather_callback(const std::string& tls, int n, const std::string& args, const std::string& timeout_s) {
+  char dir_template[] = "/tmp/gw-mp-allgather-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (dir == nullptr) return Outcome{};
+  std::string command = "(";
+  for (int r = 0; r < n; ++r) {
+    const std::string rank = std::to_string(r);
+    command += "(env -u GW_RANK -u GW_WORLD_SIZE -u GW_LOCAL_RANK -u GW_ROOT_ADDR -u GW_ROOT_PORT UCX_TLS=" + tls +
+               " MP_TIMEOUT_S=" + timeout_s + " " + MP_RANK + " allgather-callback " + dir + " " + rank + " " +
+               std::to_string(n) + " " + args + " 2>&1; echo \"exit $?\") | sed -u 's/^/[" + rank + "] /' & ";
+  }
+  Outcome o = shell(command + "wait)");
+  shell(std::string("rm -rf ") + dir);
+  return o;
+}
+
+TEST(CommCreate, AllgatherCallbackInsteadOfTheRendezvous) {
+  for (const std::string tls : {"shm", "tcp"}) {
+    for (int n : {1, 3}) {
+      SCOPED_TRACE(tls + ", ranks " + std::to_string(n));
+      const Outcome o = run_with_allgather_callback(tls, n, "", "30");
+      for (int r = 0; r < n; ++r) {
+        EXPECT_NE(o.output.find("[" + std::to_string(r) + "] OK rank " + std::to_string(r)), std::string::npos) << o.output;
+        EXPECT_NE(o.output.find("[" + std::to_string(r) + "] exit 0"), std::string::npos) << o.output;
+      }
+      EXPECT_EQ(count_of(o.output, "FAIL"), 0) << o.output;
+    }
+  }
+}
+
+// Rank 1's callback returns GW_ERR_TRANSPORT in its first call (the record sizes), then in its second
+// (the records): its gw_comm_create fails with that status, saying the callback returned it. The
+// others' callbacks give up after their own timeout (3 s) naming the rank they missed, and their
+// gw_comm_create fails with GW_ERR_TIMEOUT; nobody hangs.
+TEST(CommCreate, AllgatherCallbackErrorFailsThatRankAndTheOthersTimeOut) {
+  for (const std::string call : {"1", "2"}) {
+    SCOPED_TRACE("failing call " + call);
+    const auto started = std::chrono::steady_clock::now();
+    const Outcome o = run_with_allgather_callback("tcp", 3, "1:" + call, "3");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    for (int r = 0; r < 3; ++r) EXPECT_NE(o.output.find("[" + std::to_string(r) + "] exit 0"), std::string::npos) << o.output;
+    expect_error_on(o, {1}, "GW_ERR_TRANSPORT", "allgather callback (gw_comm_options.allgather) returned GW_ERR_TRANSPORT on rank 1 of 3, in its " +
+                                                    std::string(call == "1" ? "first" : "second") + " call");
+    for (int r : {0, 2}) {
+      expect_error_on(o, {r}, "GW_ERR_TIMEOUT", "returned GW_ERR_TIMEOUT on rank " + std::to_string(r) + " of 3");
+      EXPECT_NE(o.output.find("[" + std::to_string(r) + "] allgather-callback: call " + call + ": no record from rank 1 within 3 s"),
+                std::string::npos) << o.output;
+    }
+    EXPECT_LT(seconds, 15.0) << o.output;
+  }
+}
+
+// A callback that does not return the bytes in rank order would connect ranks to the wrong addresses:
+// every rank whose own record is not at its index refuses, naming the rule.
+TEST(CommCreate, AllgatherCallbackOutOfRankOrderIsRefused) {
+  const Outcome o = run_with_allgather_callback("tcp", 2, "reverse", "30");
+  for (int r = 0; r < 2; ++r) EXPECT_NE(o.output.find("[" + std::to_string(r) + "] exit 0"), std::string::npos) << o.output;
+  expect_error_on(o, all_ranks(2), "GW_ERR_INVALID_ARGUMENT", "out must hold every rank's bytes in rank order");
 }
 
 // The launcher conventions: torchrun's, Open MPI's and Slurm's variables instead of GW_*.
@@ -211,6 +313,47 @@ TEST(Run, PrefixesEveryLineWithTheRank) {
   for (int r = 0; r < 3; ++r)
     for (const char* word : {"one", "two", "three"})
       EXPECT_NE(o.output.find("[" + std::to_string(r) + "] " + word + "\n"), std::string::npos) << o.output;
+}
+
+// Every rank's program gets exactly the words from PROG on: a "--" of its own, options that look like
+// run's (-n, --link, --keep-going, --grace), with or without a "--" before PROG. The options before PROG
+// are still run's (two ranks, --keep-going, --grace).
+TEST(Run, PassesTheProgramsArgumentsThroughUnchanged) {
+  const std::string prog = std::string(MP_RANK) + " print-argv";
+  struct Case {
+    std::string run_args;  // between `gradwire run` and the program's own words
+    std::string prog_args;
+    int ranks;
+    std::string expected;  // what the program prints
+  };
+  const Case cases[] = {
+      {"-n 1", "a -- -z", 1, "argv: [a] [--] [-z]"},
+      {"-n 2 --", "-x --y z", 2, "argv: [-x] [--y] [z]"},
+      {"-n 2", "-n 5 --link 1gbit --keep-going --grace 0", 2, "argv: [-n] [5] [--link] [1gbit] [--keep-going] [--grace] [0]"},
+      {"-n 1 --", "-n 5 --link=1gbit -- --", 1, "argv: [-n] [5] [--link=1gbit] [--] [--]"},
+      {"--keep-going -n 2 --grace 1 --", "run -n 3", 2, "argv: [run] [-n] [3]"},
+      {"--ranks=3", "--help --version", 3, "argv: [--help] [--version]"},
+      {"-n 1", "", 1, "argv:"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("gradwire run " + c.run_args + " PROG " + c.prog_args);
+    const Outcome o = shell(std::string(GW_CLI) + " run " + c.run_args + " " + prog + " " + c.prog_args);
+    EXPECT_EQ(o.code, 0) << o.output;
+    for (int r = 0; r < c.ranks; ++r)
+      EXPECT_NE(o.output.find("[" + std::to_string(r) + "] " + c.expected + "\n"), std::string::npos) << o.output;
+    EXPECT_EQ(count_of(o.output, "argv:"), c.ranks) << o.output;
+  }
+}
+
+// An unknown option before PROG is an error of run's (not taken for the program), and so is no PROG.
+TEST(Run, RefusesAnUnknownOptionBeforeTheProgramAndAMissingProgram) {
+  Outcome o = shell(std::string(GW_CLI) + " run -n 1 --bogus " + MP_RANK + " print-argv");
+  EXPECT_NE(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("--bogus"), std::string::npos) << o.output;
+  EXPECT_EQ(count_of(o.output, "argv:"), 0) << o.output;
+  o = shell(std::string(GW_CLI) + " run -n 1 --");
+  EXPECT_NE(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("give the program to start"), std::string::npos) << o.output;
 }
 
 TEST(Run, ReportsAProgramThatCannotStart) {

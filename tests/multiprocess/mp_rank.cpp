@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -269,6 +270,13 @@ void case_mismatch(gw_comm* comm, const std::string& what) {
   const bool odd = g_rank == g_size - 1;
   if (what == "count" && odd) t.count = 999;
   if (what == "count-large" && odd) t.count = 10;  // another algorithm on the odd rank
+  // Rank 0 above [collectives] ring_threshold_bytes (the default 64 KiB: the ring), the others below it
+  // (recursive doubling): their messages never match, so only the stuck notices can tell the difference.
+  std::vector<float> ring_sized;
+  if (what == "algorithm" && g_rank == 0) {
+    ring_sized.assign(32768, 1.0f);
+    t = tensor(GW_DTYPE_F32, ring_sized.data(), ring_sized.size());
+  }
   if (what == "dtype" && odd) t.dtype = GW_DTYPE_I32;
   gw_reduce_op op = GW_REDUCE_SUM;
   if (what == "op" && odd) op = GW_REDUCE_MAX;
@@ -283,6 +291,24 @@ void case_mismatch(gw_comm* comm, const std::string& what) {
     st = gw_allreduce(comm, &t, &t, op);
   }
   expect_error(st, GW_ERR_MISMATCH, ("mismatch " + what).c_str());
+}
+
+// Rank 0 reaches the first allreduce MP_LATE_S seconds late: the others pass their deadline, send it
+// stuck notices and wait the grace period, in which rank 0 arrives. The stuck notices must not fail rank
+// 0, and its notice receives must still work: the mismatch that follows reaches it only as a failure
+// notice (its recursive-doubling partner never sees the odd rank's header).
+void case_late_rank(gw_comm* comm) {
+  std::vector<float> buf(1000);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = float(input_value(g_rank, i));
+  if (g_rank == 0) usleep(useconds_t(std::atof(std::getenv("MP_LATE_S") ? std::getenv("MP_LATE_S") : "4") * 1e6));
+  gw_tensor t = tensor(GW_DTYPE_F32, buf.data(), buf.size());
+  check(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce with a late rank 0");
+  for (size_t i = 0; i < buf.size(); ++i) {
+    double ref = 0;
+    for (int r = 0; r < g_size; ++r) ref += input_value(r, i);
+    if (buf[i] != float(ref)) die("late-rank: wrong value at " + std::to_string(i));
+  }
+  case_mismatch(comm, "count");
 }
 
 void case_kill(gw_comm* comm) {
@@ -306,6 +332,73 @@ void case_kill(gw_comm* comm) {
   die("a rank was killed but the collectives went on");
 }
 
+// ---- an application's own rendezvous: gw_comm_options.allgather over files ---------------------
+//
+// Call k of rank r writes its bytes to DIR/call<k>.rank<r> (a temporary name, then rename, so a reader
+// never sees half a file) and waits until every rank's file of call k is there, at most MP_TIMEOUT_S
+// seconds. A rank told to fail call k returns GW_ERR_TRANSPORT from it instead; "reverse" places the
+// ranks' bytes in reverse order (a broken callback the runtime must catch).
+struct FileAllgather {
+  std::string dir;
+  int calls = 0;
+  int fail_call = 0;  // 1-based; 0: never
+  bool reverse = false;  // a broken callback: every rank's bytes at index world_size - 1 - rank
+  double timeout_s = 10;
+};
+
+std::string read_file(const std::string& path, bool* found) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  *found = f != nullptr;
+  std::string data;
+  if (!f) return data;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) data.append(buf, n);
+  std::fclose(f);
+  return data;
+}
+
+gw_status file_allgather(void* user, const void* in, uint64_t bytes, void* out) {
+  auto& ag = *static_cast<FileAllgather*>(user);
+  const int call = ++ag.calls;
+  if (call == ag.fail_call) {
+    std::printf("allgather-callback: call %d fails on purpose on rank %d\n", call, g_rank);
+    std::fflush(stdout);
+    return GW_ERR_TRANSPORT;
+  }
+  const std::string mine = ag.dir + "/call" + std::to_string(call) + ".rank" + std::to_string(g_rank);
+  FILE* f = std::fopen((mine + ".tmp").c_str(), "wb");
+  if (!f || std::fwrite(in, 1, bytes, f) != bytes || std::fclose(f) != 0 || std::rename((mine + ".tmp").c_str(), mine.c_str()) != 0)
+    die("allgather-callback: cannot write " + mine);
+  std::vector<bool> have(g_size, false);
+  const auto start = std::chrono::steady_clock::now();
+  for (int left = g_size;;) {
+    for (int r = 0; r < g_size; ++r) {
+      if (have[r]) continue;
+      bool found = false;
+      const std::string data = read_file(ag.dir + "/call" + std::to_string(call) + ".rank" + std::to_string(r), &found);
+      if (!found) continue;
+      if (data.size() != bytes)
+        die("allgather-callback: rank " + std::to_string(r) + " wrote " + std::to_string(data.size()) + " bytes in call " +
+            std::to_string(call) + ", this rank " + std::to_string(bytes));
+      const int at = ag.reverse ? g_size - 1 - r : r;
+      std::memcpy(static_cast<char*>(out) + size_t(at) * bytes, data.data(), bytes);
+      have[r] = true;
+      --left;
+    }
+    if (left == 0) return GW_OK;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > ag.timeout_s) {
+      std::string missing;
+      for (int r = 0; r < g_size; ++r)
+        if (!have[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      std::printf("allgather-callback: call %d: no record from rank %s within %g s\n", call, missing.c_str(), ag.timeout_s);
+      std::fflush(stdout);
+      return GW_ERR_TIMEOUT;
+    }
+    usleep(10000);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -314,6 +407,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string c = argv[1];
+  if (c == "print-argv") {  // for the `gradwire run` tests: exactly the arguments it was given
+    std::string line = "argv:";
+    for (int i = 2; i < argc; ++i) line += std::string(" [") + argv[i] + "]";
+    std::printf("%s\n", line.c_str());
+    return 0;
+  }
   // Before the communicator exists the rank comes from whichever launcher convention is in use.
   for (const char* name : {"GW_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
     if (std::getenv(name)) {
@@ -326,6 +425,23 @@ int main(int argc, char** argv) {
       break;
     }
   if (c == "missing-rank" && g_rank == g_size - 1) return 0;  // this rank never joins
+  // allgather-callback DIR RANK SIZE [FAILING_RANK:CALL | reverse]: started by the test itself, no launcher
+  // variables; rank and size go to gw_comm_options, the rendezvous through files in DIR.
+  FileAllgather file_ag;
+  if (c == "allgather-callback") {
+    if (argc < 5) die("usage: mp_rank allgather-callback DIR RANK SIZE [FAILING_RANK:CALL | reverse]");
+    file_ag.dir = argv[2];
+    g_rank = std::atoi(argv[3]);
+    g_size = std::atoi(argv[4]);
+    if (argc > 5 && std::string(argv[5]) == "reverse") {
+      file_ag.reverse = true;
+    } else if (argc > 5) {
+      const char* colon = std::strchr(argv[5], ':');
+      if (colon == nullptr) die("allgather-callback: the failing call is FAILING_RANK:CALL");
+      if (std::atoi(argv[5]) == g_rank) file_ag.fail_call = std::atoi(colon + 1);
+    }
+    if (const char* t = std::getenv("MP_TIMEOUT_S")) file_ag.timeout_s = std::atof(t);
+  }
 
   // Cases that make the ranks differ in setup get a per-rank config or plugin path.
   std::string config = "[runtime]\ntimeout_s = " + std::string(std::getenv("MP_TIMEOUT_S") ? std::getenv("MP_TIMEOUT_S") : "60") + "\n";
@@ -344,8 +460,17 @@ int main(int argc, char** argv) {
   gw_runtime* rt = nullptr;
   check(gw_runtime_create(&ro, &rt), "gw_runtime_create");
   gw_comm_options co = GW_COMM_OPTIONS_INIT;
+  if (c == "allgather-callback") {
+    co.rank = g_rank;
+    co.world_size = g_size;
+    co.allgather = file_allgather;
+    co.allgather_user = &file_ag;
+  }
   gw_comm* comm = nullptr;
   const gw_status created = gw_comm_create(rt, &co, &comm);
+  if (c == "allgather-callback" && file_ag.reverse) expect_error(created, GW_ERR_INVALID_ARGUMENT, "gw_comm_create");
+  if (c == "allgather-callback" && argc > 5)
+    expect_error(created, std::atoi(argv[5]) == g_rank ? GW_ERR_TRANSPORT : GW_ERR_TIMEOUT, "gw_comm_create");
   if (c == "mismatch-config" || c == "mismatch-version") expect_error(created, GW_ERR_MISMATCH, "gw_comm_create");
   if (c == "missing-rank") expect_error(created, GW_ERR_TIMEOUT, "gw_comm_create");
   check(created, "gw_comm_create");
@@ -357,6 +482,12 @@ int main(int argc, char** argv) {
   else if (c == "large") case_large(comm, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64ull << 20);
   else if (c == "many") case_many(comm);
   else if (c.rfind("mismatch-", 0) == 0) case_mismatch(comm, c.substr(9));
+  else if (c == "late-rank") case_late_rank(comm);
+  else if (c == "allgather-callback") {
+    if (file_ag.calls != 2) die("the allgather callback was called " + std::to_string(file_ag.calls) + " times, not twice");
+    test_allreduce(comm, GW_DTYPE_F32, GW_REDUCE_SUM, 1000, false);
+    test_allreduce(comm, GW_DTYPE_F64, GW_REDUCE_AVG, 100003, true);
+  }
   else if (c == "kill") case_kill(comm);
   else if (c == "fail-rank") {
     check(gw_barrier(comm), "barrier");

@@ -208,8 +208,9 @@ typedef struct gw_comm gw_comm;
 typedef struct gw_request gw_request;
 
 /* An application's own rendezvous (MPI_Allgather, a key-value store, ...): gathers `bytes` bytes from
- * every rank into `out` (world_size * bytes, in rank order). Returns GW_OK or an error status.
- * thread: called on the thread inside gw_comm_create, a few times. */
+ * every rank into `out` (world_size * bytes, in rank order). Returns GW_OK or an error status, which
+ * gw_comm_create then returns. It must bound its own waits: a rank that never calls it would otherwise
+ * hang the others. thread: called on the thread inside gw_comm_create, twice (docs/bootstrap.md). */
 typedef gw_status (*gw_allgather_fn)(void* user, const void* in, uint64_t bytes, void* out);
 
 typedef struct gw_comm_options {
