@@ -163,12 +163,26 @@ bool Communicator::poll(gw_request* r) {
   if (r->status != GW_IN_PROGRESS) return true;
   if (r->collective) {
     try {
+      // A peer that passed its deadline in this collective with another call: a mismatch, whether or not
+      // this rank's own deadline has passed (it may have started later).
+      compare_with_stuck_peers(*r->collective);
       if (!r->collective->poll()) {
         if (r->collective->overdue()) handle_overdue(*r);
         return false;
       }
     } catch (const Error& e) {
-      fail_all(e.status(), e.what(), true, r->collective->seq());
+      gw_status status = e.status();
+      std::string message = e.what();
+      if (status != GW_ERR_MISMATCH) {
+        // A peer that gave up (and whose exit now fails the transport) may have told us first why.
+        try {
+          compare_with_stuck_peers(*r->collective);
+        } catch (const Error& m) {
+          status = m.status();
+          message = m.what();
+        }
+      }
+      fail_all(status, message, true, r->collective->seq());
       return true;
     }
     complete(r, GW_OK, "");
@@ -255,6 +269,21 @@ void Communicator::send_notice(uint32_t peer, int32_t code, uint32_t seq, const 
   outgoing_notices_.push_back(std::move(n));
 }
 
+size_t Communicator::compare_with_stuck_peers(const Collective& c) const {
+  const auto it = stuck_peers_.find(c.seq());
+  if (it == stuck_peers_.end()) return 0;
+  for (const auto& [peer, theirs] : it->second) {
+    const std::vector<std::string> diffs = signature_differences(theirs, c.signature());
+    if (!diffs.empty())
+      fail(GW_ERR_MISMATCH, mismatch_message(c.seq(), peer, theirs, rank(), c.signature(), diffs) +
+                                " (Found through stuck notices: rank " + std::to_string(peer) +
+                                " waited [runtime] timeout_s in this collective because the calls exchange "
+                                "different messages, e.g. one on the ring algorithm and the other on recursive "
+                                "doubling.)");
+  }
+  return it->second.size();
+}
+
 void Communicator::handle_overdue(gw_request& r) {
   const Collective& c = *r.collective;
   if (!r.stuck_notified) {
@@ -263,18 +292,7 @@ void Communicator::handle_overdue(gw_request& r) {
     for (uint32_t peer = 0; peer < size(); ++peer)
       if (peer != rank()) send_notice(peer, kStuckNotice, c.seq(), body);
   }
-  size_t answered = 0;
-  if (const auto it = stuck_peers_.find(c.seq()); it != stuck_peers_.end()) {
-    for (const auto& [peer, theirs] : it->second) {
-      const std::vector<std::string> diffs = signature_differences(theirs, c.signature());
-      if (!diffs.empty())
-        fail(GW_ERR_MISMATCH, mismatch_message(c.seq(), peer, theirs, rank(), c.signature(), diffs) +
-                                  " (Found through stuck notices: both ranks waited [runtime] timeout_s in this "
-                                  "collective because their calls exchange different messages, e.g. one on the "
-                                  "ring algorithm and the other on recursive doubling.)");
-      ++answered;
-    }
-  }
+  const size_t answered = compare_with_stuck_peers(c);
   // Every other rank is stuck in the same call: nothing more to learn.
   const double grace = std::min(c.timeout_s(), kStuckGraceSeconds);
   if (answered + 1 >= size() || c.waited() > c.timeout_s() + grace) c.fail_timeout(stuck_report(c));

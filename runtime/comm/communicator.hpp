@@ -95,6 +95,9 @@ class Communicator {
   // stuck notices for the same collective (GW_ERR_MISMATCH on a difference), and after the grace period
   // throws GW_ERR_TIMEOUT saying which ranks were stuck where.
   void handle_overdue(gw_request& r);
+  // GW_ERR_MISMATCH when a peer's stuck notice for c's collective number names another call; else how
+  // many peers said they are stuck in it.
+  size_t compare_with_stuck_peers(const Collective& c) const;
   std::string stuck_report(const Collective& c) const;
   // Sends [code][seq][body] to `peer` on the control tag; an unreachable peer is skipped.
   void send_notice(uint32_t peer, int32_t code, uint32_t seq, const std::string& body);
