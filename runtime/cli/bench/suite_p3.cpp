@@ -3,8 +3,8 @@
 //
 //   ours: two forked ranks (bench_ranks), gw_send / gw_recv between them.
 //     latency: ping-pong, one-way time = round trip / 2, median over the iterations of a repetition;
-//     bandwidth: rank 0 keeps a window of 16 gw_send_start in flight, rank 1 the matching receives;
-//       timed until rank 1's 1-byte acknowledgement of the last message arrives.
+//     bandwidth: rank 0 keeps a sliding window of 16 gw_send_start in flight, rank 1 the matching
+//       receives; timed until rank 1's 1-byte acknowledgement of the last message arrives.
 //   peer: `ucx_perftest -p PORT` (server) and `ucx_perftest 127.0.0.1 -p PORT -t tag_lat|tag_bw -s SIZE
 //     -n ITERS -f -v` (client), same UCX_TLS; the median latency (50th percentile) and the average
 //     bandwidth (its "overall" column also counts the connection setup, which dwarfs small messages).
@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -75,16 +76,23 @@ double stream(gw_comm* comm, std::vector<char>& buf, uint64_t size, uint64_t ite
   gw_tensor ack = bytes(&ack_byte, 1);
   check_bench(gw_barrier(comm), "barrier");
   const auto t0 = Clock::now();
-  std::vector<gw_request*> window;
-  for (uint64_t i = 0; i < iters; i += kWindow) {
-    const uint64_t k = std::min<uint64_t>(kWindow, iters - i);
-    window.assign(k, nullptr);
-    for (uint64_t j = 0; j < k; ++j)
-      check_bench(rank == 0 ? gw_send_start(comm, &t, other, 2, &window[j]) : gw_recv_start(comm, &t, other, 2, &window[j]),
-                  "start");
-    for (gw_request* r : window) {
-      check_bench(gw_request_wait(r, -1), "wait");
-      gw_request_free(r);
+  // A sliding window, as ucx_perftest's: the oldest request is waited for, then the next one started,
+  // so kWindow messages are in flight all the time (no drain between batches).
+  std::deque<gw_request*> window;
+  const auto start_one = [&] {
+    gw_request* r = nullptr;
+    check_bench(rank == 0 ? gw_send_start(comm, &t, other, 2, &r) : gw_recv_start(comm, &t, other, 2, &r), "start");
+    window.push_back(r);
+  };
+  uint64_t started = 0;
+  for (; started < std::min<uint64_t>(kWindow, iters); ++started) start_one();
+  while (!window.empty()) {
+    check_bench(gw_request_wait(window.front(), -1), "wait");
+    gw_request_free(window.front());
+    window.pop_front();
+    if (started < iters) {
+      start_one();
+      ++started;
     }
   }
   check_bench(rank == 0 ? gw_recv(comm, &ack, other, 3) : gw_send(comm, &ack, other, 3), "acknowledgement");
