@@ -2,7 +2,7 @@
 // stream for stochastic rounding). One thread block per codec block: the largest magnitude is an
 // integer atomicMax in shared memory (order-free), then each thread quantizes its elements.
 #include "cuda.hpp"
-#include "gw_codec/cuda_util.cuh"
+#include "gw_codec/block_cuda.cuh"
 #include "gw_codec/philox.h"
 #include "int8_math.h"
 
@@ -17,10 +17,7 @@ __global__ void encode_kernel(In tag, const void* in, uint64_t n, uint32_t block
                               uint64_t step, uint8_t* scales, int8_t* q) {
   __shared__ uint32_t absmax;
   const RandomStream stream{seed, step, kStreamInt8Rounding};
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    reinterpret_cast<uint32_t*>(scales)[-2] = block;  // the body's block header (block_body.hpp)
-    reinterpret_cast<uint32_t*>(scales)[-1] = 0;
-  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) cu::store_block_header(scales - kBlockBodyHeader, block);
   const uint64_t nblocks = (n + block - 1) / block;
   for (uint64_t b = blockIdx.x; b < nblocks; b += gridDim.x) {
     const uint64_t first = b * block;
@@ -50,14 +47,11 @@ __global__ void encode_kernel(In tag, const void* in, uint64_t n, uint32_t block
   }
 }
 
-template <class Out>
-__global__ void decode_kernel(Out tag, const uint8_t* scales, const int8_t* q, uint64_t n, uint32_t block, void* out,
-                              bool acc) {
-  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-  const uint32_t* s = reinterpret_cast<const uint32_t*>(scales);
-  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-    store_f32(tag, out, i, dequantize(q[i], f32_from_bits(s[i / block])), acc);
-}
+struct Dequantize {
+  using Payload = int8_t;
+  const int8_t* q;
+  __device__ float operator()(uint64_t i, uint32_t scale) const { return dequantize(q[i], f32_from_bits(scale)); }
+};
 
 int encode(const EncodeArgs& args, gw_dtype in_dtype, const void* in, uint64_t n, uint8_t* scales, int8_t* q,
            void* stream, char* error) {
@@ -73,22 +67,10 @@ int encode(const EncodeArgs& args, gw_dtype in_dtype, const void* in, uint64_t n
                     error);
 }
 
-int decode(uint32_t block, const uint8_t* scales, const int8_t* q, uint64_t n, gw_dtype out_dtype, void* out,
-           bool acc, void* stream, char* error) {
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  return cu::report(cu::dispatch_dtype(out_dtype,
-                                       [&](auto tag) {
-                                         decode_kernel<<<cu::grid_for(n, 4), kThreads, 0, s>>>(tag, scales, q, n, block,
-                                                                                              out, acc);
-                                         return cudaGetLastError();
-                                       }),
-                    error);
-}
-
 }  // namespace
 
 const CudaOps* cuda_ops() {
-  static const CudaOps ops = {&encode, &decode, &cu::read_bytes};
+  static const CudaOps ops = {&encode, &cu::decode_blocks<Dequantize>, &cu::read_bytes};
   return &ops;
 }
 

@@ -2,8 +2,7 @@
 // block; lanes 0..15 keep onebit_math.h's 16 lane sums in the same order, combined by shuffles in
 // the same pairwise tree. Sign bits: one warp per 32 elements (a ballot), written byte by byte.
 #include "cuda.hpp"
-#include "gw_codec/block_body.hpp"
-#include "gw_codec/cuda_util.cuh"
+#include "gw_codec/block_cuda.cuh"
 #include "onebit_math.h"
 
 namespace gwc {
@@ -16,10 +15,7 @@ constexpr unsigned kWarps = kThreads / 32;
 template <class In>
 __global__ void scales_kernel(In tag, const void* in, uint64_t n, uint32_t block, uint8_t* body) {
   const unsigned lane = threadIdx.x % 32;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    reinterpret_cast<uint32_t*>(body)[0] = block;  // the body's block header (block_body.hpp)
-    reinterpret_cast<uint32_t*>(body)[1] = 0;
-  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) cu::store_block_header(body, block);
   uint32_t* scales = reinterpret_cast<uint32_t*>(body + kBlockBodyHeader);
   const uint64_t nblocks = (n + block - 1) / block;
   for (uint64_t b = (uint64_t)blockIdx.x * kWarps + threadIdx.x / 32; b < nblocks; b += (uint64_t)gridDim.x * kWarps) {
@@ -53,14 +49,13 @@ __global__ void bits_kernel(In tag, const void* in, uint64_t n, uint8_t* bits) {
   }
 }
 
-template <class Out>
-__global__ void decode_kernel(Out tag, const uint8_t* scales, const uint8_t* bits, uint64_t n, uint32_t block,
-                              void* out, bool acc) {
-  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-  const uint32_t* s = reinterpret_cast<const uint32_t*>(scales);
-  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-    store_f32(tag, out, i, decode_value(s[i / block], (bits[i / 8] >> (i % 8)) & 1u), acc);
-}
+struct SignBits {
+  using Payload = uint8_t;
+  const uint8_t* bits;
+  __device__ float operator()(uint64_t i, uint32_t scale) const {
+    return decode_value(scale, (bits[i / 8] >> (i % 8)) & 1u);
+  }
+};
 
 unsigned warps_grid(uint64_t items) {
   const uint64_t g = (items + kWarps - 1) / kWarps;
@@ -81,22 +76,10 @@ int encode(uint32_t block, gw_dtype in_dtype, const void* in, uint64_t n, uint8_
                     error);
 }
 
-int decode(uint32_t block, const uint8_t* scales, const uint8_t* bits, uint64_t n, gw_dtype out_dtype, void* out,
-           bool acc, void* stream, char* error) {
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  return cu::report(cu::dispatch_dtype(out_dtype,
-                                       [&](auto tag) {
-                                         decode_kernel<<<cu::grid_for(n, 4), kThreads, 0, s>>>(tag, scales, bits, n,
-                                                                                              block, out, acc);
-                                         return cudaGetLastError();
-                                       }),
-                    error);
-}
-
 }  // namespace
 
 const CudaOps* cuda_ops() {
-  static const CudaOps ops = {&encode, &decode, &cu::read_bytes};
+  static const CudaOps ops = {&encode, &cu::decode_blocks<SignBits>, &cu::read_bytes};
   return &ops;
 }
 

@@ -12,20 +12,7 @@
 namespace gwrandomk {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    gwc::fail(GW_ERR_INTERNAL, std::string("randomk CUDA ") + what + " failed: " + cudaGetErrorName(e) + ": " +
-                                   cudaGetErrorString(e));
-}
-
-struct DeviceScope {
-  int previous = 0;
-  explicit DeviceScope(int device) {
-    check(cudaGetDevice(&previous), "cudaGetDevice");
-    check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceScope() { cudaSetDevice(previous); }
-};
+void check(cudaError_t e, const char* what) { gwc::cu::check(e, "randomk", what); }
 
 template <class Tag>
 __global__ void encode_kernel(Tag tag, const void* in, uint64_t n, uint64_t k, uint64_t seed, uint64_t step,
@@ -62,7 +49,7 @@ __global__ void decode_kernel(Tag tag, const uint8_t* values, uint64_t n, uint64
 }  // namespace
 
 void CudaRandomK::encode(const gwc::CodecBase&, const Preamble& p, const gw_tensor& in, void* body) {
-  DeviceScope scope(in.device);
+  gwc::cu::DeviceScope scope("randomk", in.device);
   const auto stream = static_cast<cudaStream_t>(in.stream);
   uint8_t preamble[kPreambleBytes];
   write_preamble(p, preamble);
@@ -84,7 +71,7 @@ void CudaRandomK::encode(const gwc::CodecBase&, const Preamble& p, const gw_tens
 
 void CudaRandomK::decode(const gwc::CodecBase& codec, const uint8_t* body, uint64_t size, gw_tensor& out,
                          bool accumulate) {
-  DeviceScope scope(out.device);
+  gwc::cu::DeviceScope scope("randomk", out.device);
   const auto stream = static_cast<cudaStream_t>(out.stream);
   uint8_t preamble[kPreambleBytes] = {};
   if (size >= kPreambleBytes) {

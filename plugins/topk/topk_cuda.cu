@@ -22,11 +22,7 @@ constexpr int kThreads = 256;
 constexpr int kItems = 16;
 constexpr uint64_t kTile = uint64_t{kThreads} * kItems;  // < 2^16: a tile's two counts pack into a u32
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    gwc::fail(GW_ERR_INTERNAL, std::string("topk CUDA ") + what + " failed: " + cudaGetErrorName(e) + ": " +
-                                   cudaGetErrorString(e));
-}
+void check(cudaError_t e, const char* what) { gwc::cu::check(e, "topk", what); }
 
 template <class T>
 struct DeviceArray {
@@ -296,23 +292,9 @@ struct CudaTopk::State final : Backend {
 CudaTopk::CudaTopk() : state_(std::make_unique<State>()) {}
 CudaTopk::~CudaTopk() = default;
 
-namespace {
-
-// Makes the tensor's device current for the call and restores the previous one.
-struct DeviceScope {
-  int previous = 0;
-  explicit DeviceScope(int device) {
-    check(cudaGetDevice(&previous), "cudaGetDevice");
-    check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceScope() { cudaSetDevice(previous); }
-};
-
-}  // namespace
-
 uint64_t CudaTopk::encode(const gwc::CodecBase& codec, const Settings& s, uint64_t k, const gw_tensor& in, void* body,
                           uint64_t capacity) {
-  DeviceScope scope(in.device);
+  gwc::cu::DeviceScope scope("topk", in.device);
   State& st = *state_;
   st.stream = static_cast<cudaStream_t>(in.stream);
   st.dense = DenseSource{in.data, in.dtype == GW_DTYPE_F32};
@@ -359,7 +341,7 @@ uint64_t CudaTopk::encode(const gwc::CodecBase& codec, const Settings& s, uint64
 
 void CudaTopk::decode(const gwc::CodecBase& codec, const uint8_t* body, uint64_t size, gw_tensor& out,
                       bool accumulate) {
-  DeviceScope scope(out.device);
+  gwc::cu::DeviceScope scope("topk", out.device);
   State& st = *state_;
   st.stream = static_cast<cudaStream_t>(out.stream);
   std::vector<uint8_t> host(size);

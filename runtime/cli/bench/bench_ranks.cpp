@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace gwcli::bench {
@@ -24,6 +25,14 @@ double slowest_rank(gw_comm* comm, double mine) {
   t.count = 1;
   check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_MAX), "allreduce of the timings");
   return mine;
+}
+
+gw_tensor bytes_tensor(void* data, uint64_t bytes) {
+  gw_tensor t = GW_TENSOR_INIT;
+  t.dtype = GW_DTYPE_U8;
+  t.data = data;
+  t.count = bytes;
+  return t;
 }
 
 int free_port_below_ephemeral() {
@@ -44,10 +53,29 @@ int free_port_below_ephemeral() {
   throw std::runtime_error("bench: no free port between 20000 and 32000");
 }
 
+nlohmann::json run_rank(const RankSetup& setup, const RankBody& body) {
+  gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+  if (!setup.config.empty()) {
+    ro.config_path = setup.config.c_str();
+  } else if (!setup.config_text.empty()) {
+    ro.config_text = setup.config_text.c_str();
+  }
+  gw_runtime* rt = nullptr;
+  check_bench(gw_runtime_create(&ro, &rt), "gw_runtime_create");
+  gw_comm* comm = nullptr;
+  gw_comm_options co = GW_COMM_OPTIONS_INIT;
+  co.timeout_s = setup.timeout_s;
+  check_bench(gw_comm_create(rt, &co, &comm), "gw_comm_create");
+  nlohmann::json result = body(rt, comm);
+  check_bench(gw_comm_destroy(comm), "gw_comm_destroy");
+  gw_runtime_destroy(rt);
+  return result;
+}
+
 namespace {
 
-[[noreturn]] void rank_main(int rank, int n, int port, const Env& env, const std::string& config,
-                            const std::function<nlohmann::json(gw_comm*)>& body, int result_fd) {
+[[noreturn]] void rank_main(int rank, int n, int port, const Env& env, const RankSetup& setup, const RankBody& body,
+                            int result_fd) {
   int code = 0;
   try {
     setenv("GW_RANK", std::to_string(rank).c_str(), 1);
@@ -56,17 +84,7 @@ namespace {
     setenv("GW_ROOT_ADDR", "127.0.0.1", 1);
     setenv("GW_ROOT_PORT", std::to_string(port).c_str(), 1);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
-    if (!config.empty()) ro.config_path = config.c_str();
-    gw_runtime* rt = nullptr;
-    check_bench(gw_runtime_create(&ro, &rt), "gw_runtime_create");
-    gw_comm* comm = nullptr;
-    gw_comm_options co = GW_COMM_OPTIONS_INIT;
-    co.timeout_s = 300;
-    check_bench(gw_comm_create(rt, &co, &comm), "gw_comm_create");
-    const nlohmann::json result = body(comm);
-    check_bench(gw_comm_destroy(comm), "gw_comm_destroy");
-    gw_runtime_destroy(rt);
+    const nlohmann::json result = run_rank(setup, body);
     if (rank == 0) {
       const std::string text = result.dump();
       for (size_t done = 0; done < text.size();) {
@@ -85,8 +103,7 @@ namespace {
 
 }  // namespace
 
-nlohmann::json run_forked_ranks(int n, const Env& env, const std::string& config,
-                                const std::function<nlohmann::json(gw_comm*)>& body) {
+nlohmann::json run_forked_ranks(int n, const Env& env, const RankSetup& setup, const RankBody& body) {
   const int port = free_port_below_ephemeral();
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("bench: pipe failed");
@@ -98,7 +115,7 @@ nlohmann::json run_forked_ranks(int n, const Env& env, const std::string& config
     if (pid < 0) throw std::runtime_error("bench: fork failed");
     if (pid == 0) {
       close(fds[0]);
-      rank_main(r, n, port, env, config, body, fds[1]);
+      rank_main(r, n, port, env, setup, body, fds[1]);
     }
     pids.push_back(pid);
   }
@@ -123,16 +140,20 @@ nlohmann::json run_forked_ranks(int n, const Env& env, const std::string& config
 }
 
 int run_captured(const std::vector<std::string>& argv, const Env& env, std::string* out) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("bench: pipe failed");
+  int fds[2] = {-1, -1};
+  if (out && pipe(fds) != 0) throw std::runtime_error("bench: pipe failed");
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("bench: fork failed");
   if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    close(fds[0]);
-    close(fds[1]);
+    if (out) {
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+    } else {
+      dup2(STDERR_FILENO, STDOUT_FILENO);
+    }
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -141,18 +162,42 @@ int run_captured(const std::vector<std::string>& argv, const Env& env, std::stri
     std::fprintf(stderr, "bench: cannot start %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }
-  close(fds[1]);
-  char buf[4096];
-  for (ssize_t got; (got = read(fds[0], buf, sizeof(buf))) != 0;) {
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) break;
-    if (out) out->append(buf, size_t(got));
+  if (out) {
+    close(fds[1]);
+    char buf[4096];
+    for (ssize_t got; (got = read(fds[0], buf, sizeof(buf))) != 0;) {
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) break;
+      out->append(buf, size_t(got));
+    }
+    close(fds[0]);
   }
-  close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string self_path() {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("bench: cannot find my own executable: " + ec.message());
+  return p.string();
+}
+
+std::string mpi_peer_path(const std::string& suite) {
+  const std::filesystem::path peer = std::filesystem::path(self_path()).parent_path() / "gradwire-mpi-allreduce";
+  if (!std::filesystem::exists(peer))
+    throw std::runtime_error(suite + ": the MPI peer " + peer.string() +
+                             " was not built (Open MPI missing at configure time: Debian openmpi-bin libopenmpi-dev)");
+  return peer.string();
+}
+
+nlohmann::json mpi_peer_result(int status, const std::string& output, const std::string& what) {
+  const size_t at = output.find("{\"peer\"");
+  if (status != 0 || at == std::string::npos)
+    throw std::runtime_error(what + " failed (status " + std::to_string(status) + "): " + output);
+  return nlohmann::json::parse(output.substr(at, output.find('\n', at) - at));
 }
 
 }  // namespace gwcli::bench

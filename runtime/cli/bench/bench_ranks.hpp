@@ -1,6 +1,7 @@
-// Ranks for the communication suites (P3, P4): this process forks N children, each a rank with GW_RANK,
+// Ranks for the communication suites (P3 - P6): this process forks N children, each a rank with GW_RANK,
 // GW_WORLD_SIZE, GW_ROOT_ADDR/PORT set, its own runtime and communicator; rank 0's JSON result comes
-// back through a pipe. And a subprocess runner for the peers (ucx_perftest, mpirun).
+// back through a pipe. A rank started by `gradwire run` (P5) makes its runtime and communicator the same
+// way. And a subprocess runner for the peers (ucx_perftest, mpirun).
 #pragma once
 
 #include <gradwire/gradwire.h>
@@ -15,21 +16,50 @@ namespace gwcli::bench {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
 
-// Runs body(comm) on n forked ranks (environment `env` added, `config` a TOML file or ""); returns what
-// rank 0's body returned. Throws std::runtime_error when a rank fails.
-nlohmann::json run_forked_ranks(int n, const Env& env, const std::string& config,
-                                const std::function<nlohmann::json(gw_comm*)>& body);
+// How a rank makes its runtime and communicator.
+struct RankSetup {
+  std::string config;       // TOML file handed to gw_runtime_create, or ""
+  std::string config_text;  // TOML text used when config is "", or ""
+  double timeout_s = 300;   // the communicator's timeout (rendezvous and every wait)
+};
+
+// What a rank runs; rank 0's result is the run's.
+using RankBody = std::function<nlohmann::json(gw_runtime* runtime, gw_comm* comm)>;
+
+// This process as one rank, its rank, world size and rendezvous from the GW_* environment: creates the
+// runtime and the communicator, runs body, destroys them and returns what body returned. Throws
+// std::runtime_error for an error status.
+nlohmann::json run_rank(const RankSetup& setup, const RankBody& body);
+
+// Runs body on n forked ranks (environment `env` added); returns what rank 0's body returned. Throws
+// std::runtime_error when a rank fails.
+nlohmann::json run_forked_ranks(int n, const Env& env, const RankSetup& setup, const RankBody& body);
 
 // A free TCP port below the ephemeral range.
 int free_port_below_ephemeral();
 
-// Runs argv (environment `env` added) and returns its exit status; its stdout is captured into *out.
+// Runs argv (environment `env` added) and returns its exit status. Its stdout is captured into *out;
+// with out NULL it goes to this process's stderr (so a suite's --json output stays clean).
 int run_captured(const std::vector<std::string>& argv, const Env& env, std::string* out);
+
+// The path of this executable.
+std::string self_path();
+
+// The MPI peer (peers/mpi_allreduce.c, gradwire-mpi-allreduce) next to this executable; throws,
+// naming `suite`, when it was not built.
+std::string mpi_peer_path(const std::string& suite);
+
+// The peer's JSON line ({"peer": ...}) in mpirun's output; throws "<what> failed (status S): <output>"
+// when mpirun's exit status is not 0 or the line is missing.
+nlohmann::json mpi_peer_result(int status, const std::string& output, const std::string& what);
 
 // Throws std::runtime_error("what: gw_last_error()") for an error status.
 void check_bench(gw_status s, const std::string& what);
 
 // The slowest rank's value of `mine` (an allreduce max).
 double slowest_rank(gw_comm* comm, double mine);
+
+// A u8 tensor over `bytes` bytes at data (for gw_send / gw_recv).
+gw_tensor bytes_tensor(void* data, uint64_t bytes);
 
 }  // namespace gwcli::bench

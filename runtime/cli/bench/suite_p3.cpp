@@ -40,18 +40,10 @@ uint64_t bandwidth_iterations(uint64_t size) {
   return std::clamp<uint64_t>((uint64_t{256} << 20) / size, 32, 20000);
 }
 
-gw_tensor bytes(void* data, uint64_t n) {
-  gw_tensor t = GW_TENSOR_INIT;
-  t.dtype = GW_DTYPE_U8;
-  t.data = data;
-  t.count = n;
-  return t;
-}
-
 // One repetition of the ping-pong; returns rank 0's median one-way latency in microseconds.
 double ping_pong(gw_comm* comm, std::vector<char>& buf, uint64_t size, uint64_t iters) {
   const uint32_t rank = gw_comm_rank(comm), other = 1 - rank;
-  gw_tensor t = bytes(buf.data(), size);
+  gw_tensor t = bytes_tensor(buf.data(), size);
   std::vector<double> samples;
   check_bench(gw_barrier(comm), "barrier");
   for (uint64_t i = 0; i < iters; ++i) {
@@ -71,9 +63,9 @@ double ping_pong(gw_comm* comm, std::vector<char>& buf, uint64_t size, uint64_t 
 // One repetition of the streaming test; returns MB/s seen by rank 0.
 double stream(gw_comm* comm, std::vector<char>& buf, uint64_t size, uint64_t iters) {
   const uint32_t rank = gw_comm_rank(comm), other = 1 - rank;
-  gw_tensor t = bytes(buf.data(), size);
+  gw_tensor t = bytes_tensor(buf.data(), size);
   char ack_byte = 0;
-  gw_tensor ack = bytes(&ack_byte, 1);
+  gw_tensor ack = bytes_tensor(&ack_byte, 1);
   check_bench(gw_barrier(comm), "barrier");
   const auto t0 = Clock::now();
   // A sliding window, as ucx_perftest's: the oldest request is waited for, then the next one started,
@@ -101,7 +93,7 @@ double stream(gw_comm* comm, std::vector<char>& buf, uint64_t size, uint64_t ite
 }
 
 json measure_ours(const std::string& tls, const std::vector<uint64_t>& sizes, int reps) {
-  return run_forked_ranks(2, {{"UCX_TLS", tls}}, "", [&](gw_comm* comm) {
+  return run_forked_ranks(2, {{"UCX_TLS", tls}}, {}, [&](gw_runtime*, gw_comm* comm) {
     json out = json::array();
     std::vector<char> buf(sizes.back());
     for (uint64_t size : sizes) {

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <stdexcept>
 #include <vector>
 
@@ -24,12 +23,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
-namespace fs = std::filesystem;
 
 constexpr uint64_t kRingThreshold = 65536;  // [collectives] ring_threshold_bytes' default
 
 json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o) {
-  return run_forked_ranks(n, {}, o.config, [&](gw_comm* comm) {
+  return run_forked_ranks(n, {}, {o.config}, [&](gw_runtime*, gw_comm* comm) {
     json out = json::array();
     std::vector<float> buf(sizes.back() / 4);
     for (uint64_t size : sizes) {
@@ -54,20 +52,12 @@ json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o) {
 }
 
 std::vector<double> measure_mpi(int n, uint64_t size, int reps) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  const fs::path peer = self.parent_path() / "gradwire-mpi-allreduce";
-  if (ec || !fs::exists(peer))
-    throw std::runtime_error("P4: the MPI peer " + peer.string() +
-                             " was not built (Open MPI missing at configure time: Debian openmpi-bin libopenmpi-dev)");
+  const std::string peer = mpi_peer_path("P4");
   std::string out;
   const int status = run_captured({"mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np",
-                                   std::to_string(n), peer.string(), std::to_string(size / 4), std::to_string(reps)},
+                                   std::to_string(n), peer, std::to_string(size / 4), std::to_string(reps)},
                                   {}, &out);
-  const size_t at = out.find("{\"peer\"");
-  if (status != 0 || at == std::string::npos)
-    throw std::runtime_error("P4: mpirun failed (status " + std::to_string(status) + "): " + out);
-  return json::parse(out.substr(at, out.find('\n', at) - at))["seconds"].get<std::vector<double>>();
+  return mpi_peer_result(status, out, "P4: mpirun")["seconds"].get<std::vector<double>>();
 }
 
 std::string size_name(uint64_t s) {

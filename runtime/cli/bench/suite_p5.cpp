@@ -15,15 +15,10 @@
 // allreduce over the same links (P4's comparison, on slow links).
 #include <gradwire/gradwire.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -33,6 +28,7 @@
 #include <vector>
 
 #include "bench/bench.hpp"
+#include "bench/bench_ranks.hpp"
 #include "cluster.hpp"
 #include "commands.hpp"
 
@@ -49,119 +45,53 @@ constexpr int kRanks = 4;
 constexpr uint64_t kBytes = 100'000'000;  // 100 MB of f32
 constexpr const char* kCodecs[] = {"none", "fp16", "bf16", "int8", "onebit", "topk", "randomk"};
 
-void check_p5(gw_status s, const std::string& what) {
-  if (s != GW_OK) throw std::runtime_error("P5: " + what + ": " + gw_last_error());
-}
-
 uint64_t element_count(const Options& o) { return (o.quick ? 4'000'000 : kBytes) / 4; }
 
 // ---- a rank (inside `gradwire run`) ---------------------------------------------------------------------
 
-double slowest(gw_comm* comm, double mine) {
-  gw_tensor t = GW_TENSOR_INIT;
-  t.dtype = GW_DTYPE_F64;
-  t.data = &mine;
-  t.count = 1;
-  check_p5(gw_allreduce(comm, &t, &t, GW_REDUCE_MAX), "time allreduce");
-  return mine;
-}
-
 void run_worker(const Options& o, const std::string& out_path) {
-  gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
-  if (!o.config.empty()) ro.config_path = o.config.c_str();
-  gw_runtime* rt = nullptr;
-  check_p5(gw_runtime_create(&ro, &rt), "gw_runtime_create");
-  gw_comm* comm = nullptr;
-  gw_comm_options co = GW_COMM_OPTIONS_INIT;
-  co.timeout_s = 600;
-  check_p5(gw_comm_create(rt, &co, &comm), "gw_comm_create");
-  const uint32_t rank = gw_comm_rank(comm);
-  const uint64_t count = element_count(o);
-  std::vector<float> in(count), out(count);
-  {
-    std::mt19937 gen(1234 + rank);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    for (float& v : in) v = d(gen);
-  }
-  json result = {{"ranks", gw_comm_size(comm)}, {"count", count}, {"codecs", json::object()}};
-  for (const char* name : kCodecs) {
-    gw_codec* codec = nullptr;
-    check_p5(gw_codec_create(rt, name, &codec), std::string("gw_codec_create ") + name);
-    uint64_t encoded = 0;
-    check_p5(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &encoded), "gw_codec_max_encoded_size");
-    std::vector<double> seconds;
-    for (int rep = 0; rep <= o.repetitions; ++rep) {  // repetition 0: the warm-up
-      gw_tensor x = GW_TENSOR_INIT, y = GW_TENSOR_INIT;
-      x.dtype = y.dtype = GW_DTYPE_F32;
-      x.data = in.data();
-      y.data = out.data();
-      x.count = y.count = count;
-      gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-      ctx.seed = 7;
-      ctx.step = uint64_t(rep);
-      check_p5(gw_barrier(comm), "barrier");
-      const auto t0 = Clock::now();
-      check_p5(gw_allreduce_compressed(comm, codec, &ctx, &x, &y, GW_REDUCE_AVG), std::string("allreduce ") + name);
-      const double s = slowest(comm, std::chrono::duration<double>(Clock::now() - t0).count());
-      if (rep > 0) seconds.push_back(s);
+  uint32_t rank = 0;
+  const json result = run_rank({o.config, "", 600}, [&](gw_runtime* rt, gw_comm* comm) {
+    rank = gw_comm_rank(comm);
+    const uint64_t count = element_count(o);
+    std::vector<float> in(count), out(count);
+    {
+      std::mt19937 gen(1234 + rank);
+      std::normal_distribution<float> d(0.0f, 1.0f);
+      for (float& v : in) v = d(gen);
     }
-    gw_codec_destroy(codec);
-    result["codecs"][name] = {{"seconds", seconds}, {"size_ratio", double(4 * count) / double(encoded)}};
-  }
-  check_p5(gw_comm_destroy(comm), "gw_comm_destroy");
-  gw_runtime_destroy(rt);
+    json r = {{"ranks", gw_comm_size(comm)}, {"count", count}, {"codecs", json::object()}};
+    for (const char* name : kCodecs) {
+      gw_codec* codec = nullptr;
+      check_bench(gw_codec_create(rt, name, &codec), std::string("P5: gw_codec_create ") + name);
+      uint64_t encoded = 0;
+      check_bench(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &encoded), "P5: gw_codec_max_encoded_size");
+      std::vector<double> seconds;
+      for (int rep = 0; rep <= o.repetitions; ++rep) {  // repetition 0: the warm-up
+        gw_tensor x = GW_TENSOR_INIT, y = GW_TENSOR_INIT;
+        x.dtype = y.dtype = GW_DTYPE_F32;
+        x.data = in.data();
+        y.data = out.data();
+        x.count = y.count = count;
+        gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+        ctx.seed = 7;
+        ctx.step = uint64_t(rep);
+        check_bench(gw_barrier(comm), "P5: barrier");
+        const auto t0 = Clock::now();
+        check_bench(gw_allreduce_compressed(comm, codec, &ctx, &x, &y, GW_REDUCE_AVG),
+                    std::string("P5: allreduce ") + name);
+        const double s = slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count());
+        if (rep > 0) seconds.push_back(s);
+      }
+      gw_codec_destroy(codec);
+      r["codecs"][name] = {{"seconds", seconds}, {"size_ratio", double(4 * count) / double(encoded)}};
+    }
+    return r;
+  });
   if (rank == 0) std::ofstream(out_path) << result.dump() << "\n";
 }
 
 // ---- the driver -------------------------------------------------------------------------------------------
-
-std::string self_path() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("P5: cannot find my own executable: " + ec.message());
-  return p.string();
-}
-
-// Runs argv with its stdout sent to stderr (so --json output stays clean) or captured; returns the status.
-int spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-          std::string* captured = nullptr) {
-  int pipefd[2] = {-1, -1};
-  if (captured && pipe(pipefd) != 0) throw std::runtime_error(std::string("P5: pipe: ") + std::strerror(errno));
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("P5: fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    if (captured) {
-      dup2(pipefd[1], STDOUT_FILENO);
-      close(pipefd[0]);
-      close(pipefd[1]);
-    } else {
-      dup2(STDERR_FILENO, STDOUT_FILENO);
-    }
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "P5: cannot start %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
-  }
-  if (captured) {
-    close(pipefd[1]);
-    char buf[4096];
-    for (ssize_t n; (n = read(pipefd[0], buf, sizeof(buf))) != 0;) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) break;
-      captured->append(buf, size_t(n));
-    }
-    close(pipefd[0]);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
 
 json run_ours(const Options& o, const std::string& rate, const fs::path& out) {
   const std::string self = self_path();
@@ -170,7 +100,7 @@ json run_ours(const Options& o, const std::string& rate, const fs::path& out) {
   if (o.quick) argv.push_back("--quick");
   if (!o.config.empty()) argv.insert(argv.end(), {"--config", o.config});
   fs::remove(out);
-  const int status = spawn(argv, {{"GW_BENCH_P5_OUT", out.string()}});
+  const int status = run_captured(argv, {{"GW_BENCH_P5_OUT", out.string()}}, nullptr);
   std::ifstream in(out);
   if (status != 0 || !in)
     throw std::runtime_error("P5: the gradwire ranks failed (status " + std::to_string(status) + "; messages above)");
@@ -178,13 +108,10 @@ json run_ours(const Options& o, const std::string& rate, const fs::path& out) {
 }
 
 json run_mpi(const Options& o, const std::string& rate, const Cluster* cluster) {
-  const fs::path peer = fs::path(self_path()).parent_path() / "gradwire-mpi-allreduce";
-  if (!fs::exists(peer))
-    throw std::runtime_error("P5: the MPI peer " + peer.string() +
-                             " was not built (Open MPI missing at configure time: Debian openmpi-bin libopenmpi-dev)");
-  const std::vector<std::string> program{peer.string(), std::to_string(element_count(o)), std::to_string(o.repetitions)};
+  const std::vector<std::string> program{mpi_peer_path("P5"), std::to_string(element_count(o)),
+                                         std::to_string(o.repetitions)};
   std::vector<std::string> argv{"mpirun", "--allow-run-as-root", "--bind-to", "none", "--mca", "btl", "tcp,self"};
-  std::vector<std::pair<std::string, std::string>> env;
+  Env env;
   if (cluster) {
     // Every namespace is a host of its own: mpirun runs in rank 0's, and starts the daemon of each other
     // rank through `cluster.sh rsh ADDR` (ip netns exec) as it would through ssh; the daemons' and the
@@ -201,11 +128,8 @@ json run_mpi(const Options& o, const std::string& rate, const Cluster* cluster) 
   argv.insert(argv.end(), {"-np", std::to_string(kRanks)});
   argv.insert(argv.end(), program.begin(), program.end());
   std::string captured;
-  const int status = spawn(argv, env, &captured);
-  const size_t at = captured.find("{\"peer\"");
-  if (status != 0 || at == std::string::npos)
-    throw std::runtime_error("P5: mpirun failed at " + rate + " (status " + std::to_string(status) + "): " + captured);
-  return json::parse(captured.substr(at, captured.find('\n', at) - at));
+  const int status = run_captured(argv, env, &captured);
+  return mpi_peer_result(status, captured, "P5: mpirun at " + rate);
 }
 
 std::string target_of(const std::string& codec) {

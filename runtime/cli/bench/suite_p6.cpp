@@ -1,5 +1,5 @@
 // P6: chunked, overlapped encode -> send -> decode against the same steps one after another, 2 ranks
-// over the UCX transport's shared memory (this process is rank 0; a forked child is rank 1).
+// over the UCX transport's shared memory (two forked ranks, bench_ranks).
 //
 // Rank 0 holds a large f32 buffer; rank 1 ends with its decoded copy, then acknowledges.
 //   peer (serialized): rank 0 encodes the whole buffer, sends the payload; rank 1 receives it and decodes;
@@ -15,9 +15,6 @@
 // busy with other work the ranks take turns and no overlap can show).
 #include <gradwire/gradwire.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,36 +27,19 @@
 #include <vector>
 
 #include "bench/bench.hpp"
+#include "bench/bench_ranks.hpp"
 
 namespace gwcli::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
 
-void check_p6(gw_status s, const std::string& what) {
-  if (s != GW_OK) throw std::runtime_error("P6: " + what + ": " + gw_last_error());
-}
+// Both ranks share this machine: shared memory unless the user's configuration says otherwise (UCX's own
+// choice here moved large messages at under 1 GB/s, hiding the codec stages behind the copy).
+constexpr const char* kSharedMemory = "[transport.ucx]\ntls = \"sm,self\"\n";
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("P6: cannot find a free port for the rendezvous");
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-gw_tensor bytes_tensor(void* data, uint64_t bytes) {
-  gw_tensor t = GW_TENSOR_INIT;
-  t.dtype = GW_DTYPE_U8;
-  t.data = data;
-  t.count = bytes;
-  return t;
-}
+void check_p6(gw_status s, const std::string& what) { check_bench(s, "P6: " + what); }
 
 gw_tensor f32_tensor(float* data, uint64_t count) {
   gw_tensor t = GW_TENSOR_INIT;
@@ -70,33 +50,11 @@ gw_tensor f32_tensor(float* data, uint64_t count) {
 
 class Rank {
  public:
-  Rank(int rank, int port, const Options& o) : rank_(rank) {
-    gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
-    // Both ranks share this machine: shared memory unless the user's configuration says otherwise (UCX's
-    // own choice here moved large messages at under 1 GB/s, hiding the codec stages behind the copy).
-    if (o.config.empty()) {
-      ro.config_text = "[transport.ucx]\ntls = \"sm,self\"\n";
-    } else {
-      ro.config_path = o.config.c_str();
-    }
-    check_p6(gw_runtime_create(&ro, &rt_), "gw_runtime_create");
-    gw_comm_options co = GW_COMM_OPTIONS_INIT;
-    co.rank = rank;
-    co.world_size = 2;
-    co.local_rank = rank;
-    co.root_address = "127.0.0.1";
-    co.root_port = port;
-    co.timeout_s = 120;
-    check_p6(gw_comm_create(rt_, &co, &comm_), "gw_comm_create");
-  }
-  ~Rank() {
-    if (comm_) gw_comm_destroy(comm_);
-    if (rt_) gw_runtime_destroy(rt_);
-  }
+  Rank(gw_runtime* rt, gw_comm* comm) : rank_(int(gw_comm_rank(comm))), rt_(rt), comm_(comm) {}
 
-  // Times of (serialized, overlapped) per repetition for one codec, on rank 0; rank 1 returns nothing.
-  void run(const std::string& codec_name, uint64_t count, uint64_t piece, int repetitions,
-           std::vector<double>& serialized, std::vector<double>& overlapped, double& compression) {
+  // One codec's figures, on rank 0 (rank 1's are empty): per repetition the serialized and the overlapped
+  // time and the serialized run's stages (rank 0's encode, rank 1's wait and decode); the compression.
+  json run(const std::string& codec_name, uint64_t count, uint64_t piece, int repetitions) {
     gw_codec* codec = nullptr;
     check_p6(gw_codec_create(rt_, codec_name.c_str(), &codec), "gw_codec_create " + codec_name);
     std::vector<float> x(count);
@@ -115,7 +73,7 @@ class Rank {
       const uint64_t n = std::min(piece, count - i * piece);
       check_p6(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, n, &part_size[i]), "max_encoded_size");
     }
-    compression = double(4 * count) / double(whole_size);
+    std::vector<double> serialized, overlapped, stage_samples[3];
     for (int rep = 0; rep <= repetitions; ++rep) {  // repetition 0 is the warm-up
       const double s = timed([&] { serialized_once(codec, x, whole); });
       if (rep > 0 && rank_ == 0)
@@ -127,6 +85,10 @@ class Rank {
       }
     }
     gw_codec_destroy(codec);
+    return {{"serialized", serialized},
+            {"overlapped", overlapped},
+            {"stages", {stage_samples[0], stage_samples[1], stage_samples[2]}},
+            {"compression", double(4 * count) / double(whole_size)}};
   }
 
  private:
@@ -161,11 +123,6 @@ class Rank {
     }
   }
 
- public:
-  // Medians over the repetitions of rank 0's encode, rank 1's wait (encode + transfer) and decode.
-  std::vector<double> stage_samples[3];
-
- private:
   static double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
   void overlapped_once(gw_codec* codec, std::vector<float>& x, std::vector<unsigned char>& parts, uint64_t stride,
@@ -197,8 +154,8 @@ class Rank {
 
   int rank_;
   double stages_[3] = {0, 0, 0};  // encode (rank 0); wait and decode (rank 1, sent with the acknowledgement)
-  gw_runtime* rt_ = nullptr;
-  gw_comm* comm_ = nullptr;
+  gw_runtime* rt_;
+  gw_comm* comm_;
 };
 
 // How many cores two processes get right now: the time of one busy loop over the time the same loop
@@ -229,63 +186,39 @@ void run_p6(const Options& options, const Emit& emit) {
   const uint64_t count = options.quick ? (uint64_t{1} << 20) : (uint64_t{32} << 20);  // 4 MiB or 128 MiB f32
   const uint64_t piece = options.quick ? (uint64_t{1} << 16) : (uint64_t{1} << 18);
   const std::vector<std::string> codecs = {"int8", "fp16", "onebit"};
-  const int port = free_port();
-  std::fflush(nullptr);
-  const pid_t child = fork();
-  if (child < 0) throw std::runtime_error("P6: fork failed");
-  const int rank = child == 0 ? 1 : 0;
-  if (rank == 1) {
-    int status = 0;
-    try {
-      Rank r(1, port, options);
-      std::vector<double> s, p;
-      double c = 0;
-      for (const auto& codec : codecs) r.run(codec, count, piece, options.repetitions, s, p, c);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "P6 rank 1: %s\n", e.what());
-      status = 1;
-    }
-    std::fflush(nullptr);
-    _exit(status);
+  const RankSetup setup{options.config, options.config.empty() ? kSharedMemory : "", 120};
+  const json ours = run_forked_ranks(2, {}, setup, [&](gw_runtime* rt, gw_comm* comm) {
+    Rank r(rt, comm);
+    json figures = json::object();
+    for (const auto& codec : codecs) figures[codec] = r.run(codec, count, piece, options.repetitions);
+    return figures;
+  });
+  for (const auto& codec : codecs) {
+    const json& figures = ours.at(codec);
+    const double compression = figures.at("compression").get<double>();
+    const auto samples = [](const json& j) { return j.get<std::vector<double>>(); };
+    const json& stages = figures.at("stages");
+    const Stats s = summarize(samples(figures.at("serialized"))), o = summarize(samples(figures.at("overlapped")));
+    const double encode = summarize(samples(stages.at(0))).median, decode = summarize(samples(stages.at(2))).median;
+    const double transfer = std::max(0.0, summarize(samples(stages.at(1))).median - encode);
+    Result res;
+    res.suite = "P6";
+    char ratio_text[32];
+    std::snprintf(ratio_text, sizeof ratio_text, "%.2f", compression);
+    res.case_name = codec + " " + std::to_string(count * 4 >> 20) + "MiB 2 ranks, " +
+                    std::to_string(piece * 4 >> 10) + "KiB pieces, compression " + ratio_text + "x";
+    res.ours = o.median * 1e3;
+    res.peer = s.median * 1e3;
+    res.unit = "ms";
+    res.ratio = o.median > 0 ? s.median / o.median : 0;
+    res.peer_name = "serialized encode, send, decode";
+    res.extra = {{"target", ">= 1.6"}, {"compression_ratio", compression}, {"spread_ours", o.spread},
+                 {"spread_peer", s.spread}, {"encode_ms", encode * 1e3}, {"transfer_ms", transfer * 1e3},
+                 {"decode_ms", decode * 1e3},
+                 {"ours_over_largest_stage", o.median / std::max({encode, transfer, decode, 1e-12})},
+                 {"cpu_parallelism", parallelism}};
+    emit(res);
   }
-  std::vector<Result> results;
-  try {
-    Rank r(0, port, options);
-    for (const auto& codec : codecs) {
-      std::vector<double> serialized, overlapped;
-      double compression = 0;
-      for (auto& v : r.stage_samples) v.clear();
-      r.run(codec, count, piece, options.repetitions, serialized, overlapped, compression);
-      const Stats s = summarize(serialized), o = summarize(overlapped);
-      const double encode = summarize(r.stage_samples[0]).median, decode = summarize(r.stage_samples[2]).median;
-      const double transfer = std::max(0.0, summarize(r.stage_samples[1]).median - encode);
-      Result res;
-      res.suite = "P6";
-      char ratio_text[32];
-      std::snprintf(ratio_text, sizeof ratio_text, "%.2f", compression);
-      res.case_name = codec + " " + std::to_string(count * 4 >> 20) + "MiB 2 ranks, " +
-                      std::to_string(piece * 4 >> 10) + "KiB pieces, compression " + ratio_text + "x";
-      res.ours = o.median * 1e3;
-      res.peer = s.median * 1e3;
-      res.unit = "ms";
-      res.ratio = o.median > 0 ? s.median / o.median : 0;
-      res.peer_name = "serialized encode, send, decode";
-      res.extra = {{"target", ">= 1.6"}, {"compression_ratio", compression}, {"spread_ours", o.spread},
-                   {"spread_peer", s.spread}, {"encode_ms", encode * 1e3}, {"transfer_ms", transfer * 1e3},
-                   {"decode_ms", decode * 1e3},
-                   {"ours_over_largest_stage", o.median / std::max({encode, transfer, decode, 1e-12})},
-                   {"cpu_parallelism", parallelism}};
-      results.push_back(res);
-    }
-  } catch (...) {
-    kill(child, SIGKILL);
-    waitpid(child, nullptr, 0);
-    throw;
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("P6: rank 1 failed (see above)");
-  for (const Result& res : results) emit(res);
 }
 
 }  // namespace gwcli::bench

@@ -19,7 +19,15 @@
 //   gwc::make_codec_vtable<C>()         a gw_codec_vtable for class C constructible as
 //                                       C(const gw_host*, gwc::ConfigReader&)
 //   gwc::check_tensor(t, dtypes, what)  refuses NULL data with count > 0, unknown dtypes and memory
+//   CodecBase::check_dtype(dtype)       refuses a dtype outside kDenseDtypes (max_encoded_size)
+//   gwc::kDenseDtypes                   f32 | f16 | bf16, the dtypes every codec here accepts
 //   gwc::dtype_size(dtype)              bytes per element of f32/f16/bf16 (0 otherwise)
+//   gwc::check_capacity(c, need, capacity, body)   GW_ERR_BUFFER_TOO_SMALL when need > capacity
+//   gwc::refuse_cuda / fail_cuda / require_cuda_alignment   the CUDA side's refusals and failures
+//   GW_CODEC_CUDA_OPS(expr)             expr in a plugin built with its CUDA kernels, else nullptr
+//   gwc::CudaBackend<T>                 a codec's CUDA half, made on first use (refusing without CUDA)
+//   gwc::CodecText, gwc::CodecPlugin<C, text, keys>::entry(major)
+//                                       gw_plugin_entry of a plugin holding the one codec C
 //
 // A NULL gw_codec_context becomes GW_CODEC_CONTEXT_INIT's values.
 #pragma once
@@ -29,6 +37,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <iterator>
+#include <memory>
 #include <new>
 #include <string>
 #include <utility>
@@ -74,6 +84,8 @@ gw_status guard(const gw_host* host, Fn&& fn) noexcept {
     return GW_ERR_INTERNAL;
   }
 }
+
+inline constexpr uint32_t kDenseDtypes = (1u << GW_DTYPE_F32) | (1u << GW_DTYPE_F16) | (1u << GW_DTYPE_BF16);
 
 inline uint32_t dtype_size(gw_dtype dtype) {
   switch (dtype) {
@@ -157,6 +169,13 @@ class CodecBase {
   [[noreturn]] void corrupt(const std::string& what) const {
     fail(GW_ERR_CORRUPT, std::string("corrupt ") + name_ + " payload: " + what +
                              "; the sender used another codec configuration or the bytes were damaged");
+  }
+
+  // Refuses a dtype outside kDenseDtypes.
+  void check_dtype(gw_dtype dtype) const {
+    if (dtype < 0 || dtype > 31 || !(kDenseDtypes & (1u << dtype)))
+      fail(GW_ERR_UNSUPPORTED, std::string(name_) + " codec does not accept dtype " + dtype_name(dtype) +
+                                   "; use f32, f16 or bf16");
   }
 
   // Refuses a dtype the codec does not accept and a buffer that cannot be read.
@@ -270,5 +289,104 @@ inline void check_capacity(const CodecBase& c, uint64_t need, uint64_t capacity,
                                       "; size it with max_encoded_size");
   if (need > 0 && !body) fail(GW_ERR_INVALID_ARGUMENT, std::string(c.name()) + " encode: body is NULL");
 }
+
+// ---- the CUDA side of a codec ----------------------------------------------------------------------
+
+[[noreturn]] inline void fail_cuda(const CodecBase& c, const char* what, int code, const char* error) {
+  fail(GW_ERR_INTERNAL, std::string(c.name()) + " CUDA " + what + " failed: " + error + " (" +
+                            std::to_string(code) + "); check the device, the stream and that the buffers are "
+                            "device memory");
+}
+
+// ops: the codec's CUDA kernels, NULL in a plugin built without them.
+inline void refuse_cuda(const CodecBase& c, const gw_tensor& t, const void* ops) {
+  if (t.memory == GW_MEMORY_CUDA && !ops)
+    fail(GW_ERR_UNSUPPORTED, std::string(c.name()) +
+                                 " codec was built without CUDA; pass host tensors or rebuild with GW_WITH_CUDA=ON");
+}
+
+// Device bodies of the CUDA kernels are read and written in 4-byte words.
+inline void require_cuda_alignment(const CodecBase& c, const void* body) {
+  if (reinterpret_cast<uintptr_t>(body) % 4 != 0)
+    fail(GW_ERR_INVALID_ARGUMENT, std::string(c.name()) +
+                                      ": a CUDA body must be 4-byte aligned; allocate the payload with cudaMalloc");
+}
+
+// GW_CODEC_CUDA_OPS(expr): expr (the plugin's table of CUDA kernels) in a plugin built with its .cu
+// files (GW_CODEC_WITH_CUDA), else nullptr without evaluating expr, whose function is then not defined.
+#if defined(GW_CODEC_WITH_CUDA)
+#define GW_CODEC_CUDA_OPS(expr) (expr)
+#else
+#define GW_CODEC_CUDA_OPS(expr) nullptr
+#endif
+
+// What CudaBackend<T>::get() returns in a plugin built without CUDA: encode and decode refuse.
+struct CudaRefusal {
+  const char* codec;
+  [[noreturn]] void refuse() const {
+    fail(GW_ERR_UNSUPPORTED,
+         std::string(codec) + " was built without CUDA; pass host tensors or rebuild with GW_WITH_CUDA=ON");
+  }
+  template <class... A> uint64_t encode(A&&...) const { refuse(); }
+  template <class... A> void decode(A&&...) const { refuse(); }
+};
+
+// The CUDA half T of a codec (its device scratch and kernels), made on first use by get(). In a plugin
+// built without CUDA, T need only be declared: get() returns a stand-in whose encode and decode fail with
+// GW_ERR_UNSUPPORTED. kCodecFlags: GW_CODEC_CUDA when the kernels are there, for properties().
+template <class T>
+class CudaBackend {
+ public:
+#if defined(GW_CODEC_WITH_CUDA)
+  static constexpr uint32_t kCodecFlags = GW_CODEC_CUDA;
+  explicit CudaBackend(const char* /*codec*/) {}
+  T& get() {
+    if (!impl_) impl_ = std::make_unique<T>();
+    return *impl_;
+  }
+
+ private:
+  std::unique_ptr<T> impl_;
+#else
+  static constexpr uint32_t kCodecFlags = 0;
+  explicit CudaBackend(const char* codec) : codec_(codec) {}
+  CudaRefusal get() const { return {codec_}; }
+
+ private:
+  const char* codec_;
+#endif
+};
+
+// ---- the plugin --------------------------------------------------------------------------------------
+
+// The texts of a plugin whose one component is a codec of the same name.
+struct CodecText {
+  const char* name;                // "fp16": the plugin's and the codec's name
+  const char* help;                // the codec component's one sentence
+  const char* description;         // the plugin's
+  const char* version = "1.0.0";   // the plugin's version
+};
+
+// The descriptor of a plugin holding the one codec class C (see make_codec_vtable), with the texts kText
+// and the configuration keys kKeys (an array of gw_config_key); both must be constexpr objects. A plugin's
+// whole C entry point is then
+//   GW_PLUGIN_EXPORT const gw_plugin_descriptor* gw_plugin_entry(uint32_t major, uint32_t) {
+//     return gwc::CodecPlugin<Codec, kText, kKeys>::entry(major);
+//   }
+template <class C, const CodecText& kText, const auto& kKeys>
+struct CodecPlugin {
+  static constexpr gw_codec_vtable kVtable = make_codec_vtable<C>();
+  static constexpr gw_component kComponents[] = {
+      {sizeof(gw_component), GW_COMPONENT_CODEC, kText.name, kText.help, kKeys,
+       static_cast<uint32_t>(std::size(kKeys)), &kVtable},
+  };
+  static constexpr gw_plugin_descriptor kDescriptor = {
+      sizeof(gw_plugin_descriptor), GW_ABI_VERSION_MAJOR, GW_ABI_VERSION_MINOR, kText.name, kText.version,
+      kText.description, nullptr, nullptr, kComponents, static_cast<uint32_t>(std::size(kComponents)), nullptr};
+
+  static const gw_plugin_descriptor* entry(uint32_t host_abi_major) {
+    return host_abi_major == GW_ABI_VERSION_MAJOR ? &kDescriptor : nullptr;
+  }
+};
 
 }  // namespace gwc

@@ -6,13 +6,17 @@
 //   gwc::cu::grid_for(n, per_thread)   a launch size for a grid-stride loop
 //   gwc::cu::report(err, error)        copies cudaGetErrorName(err) into error[128], returns (int)err
 //   gwc::cu::read_bytes(dev, host, n, stream, error)   synchronous device-to-host read on stream
+//   gwc::cu::check(err, codec, what)   throws GW_ERR_INTERNAL "<codec> CUDA <what> failed: <name>: <text>"
+//   gwc::cu::DeviceScope(codec, device)   makes a tensor's device current for a scope, then restores
 #pragma once
 
 #include <cuda_runtime.h>
 #include <gradwire/types.h>
 
 #include <cstdio>
+#include <string>
 
+#include "gw_codec/codec_base.hpp"
 #include "gw_codec/portable.h"
 
 namespace gwc {
@@ -78,6 +82,25 @@ inline int read_bytes(const void* device_src, void* host_dst, size_t n, void* st
   if (err == cudaSuccess) err = cudaStreamSynchronize(s);
   return report(err, error);
 }
+
+// For the codecs whose CUDA half throws (topk, randomk).
+inline void check(cudaError_t e, const char* codec, const char* what) {
+  if (e != cudaSuccess)
+    fail(GW_ERR_INTERNAL, std::string(codec) + " CUDA " + what + " failed: " + cudaGetErrorName(e) + ": " +
+                              cudaGetErrorString(e));
+}
+
+// Makes the tensor's device current for the call and restores the previous one.
+struct DeviceScope {
+  int previous = 0;
+  DeviceScope(const char* codec, int device) {
+    check(cudaGetDevice(&previous), codec, "cudaGetDevice");
+    check(cudaSetDevice(device), codec, "cudaSetDevice");
+  }
+  ~DeviceScope() { cudaSetDevice(previous); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+};
 
 }  // namespace cu
 }  // namespace gwc

@@ -8,6 +8,8 @@
 //   half_encode / half_decode     the CPU kernels (gw_codec_simd, Highway dispatch)
 //   HalfCudaOps                   the CUDA kernels a plugin built with CUDA passes in (else NULL)
 //   HalfCodec                     the codec class; see make_codec_vtable in codec_base.hpp
+//   HalfPlugin<F, text>::entry    the fp16 / bf16 plugin's descriptor (codec_base.hpp's CodecPlugin;
+//                                 the one key is prediv; CUDA kernels from plugin_half_cuda_ops())
 #pragma once
 
 #include <cstring>
@@ -32,27 +34,6 @@ struct HalfCudaOps {
   int (*decode)(HalfFormat f, const uint16_t* in, gw_dtype out_dtype, void* out, uint64_t n, float scale,
                 bool accumulate, void* stream, char* error);
 };
-
-inline constexpr uint32_t kDenseDtypes = (1u << GW_DTYPE_F32) | (1u << GW_DTYPE_F16) | (1u << GW_DTYPE_BF16);
-
-[[noreturn]] inline void fail_cuda(const CodecBase& c, const char* what, int code, const char* error) {
-  fail(GW_ERR_INTERNAL, std::string(c.name()) + " CUDA " + what + " failed: " + error + " (" +
-                            std::to_string(code) + "); check the device, the stream and that the buffers are "
-                            "device memory");
-}
-
-inline void refuse_cuda(const CodecBase& c, const gw_tensor& t, const void* ops) {
-  if (t.memory == GW_MEMORY_CUDA && !ops)
-    fail(GW_ERR_UNSUPPORTED, std::string(c.name()) +
-                                 " codec was built without CUDA; pass host tensors or rebuild with GW_WITH_CUDA=ON");
-}
-
-// Device bodies of the CUDA kernels are read and written in 4-byte words.
-inline void require_cuda_alignment(const CodecBase& c, const void* body) {
-  if (reinterpret_cast<uintptr_t>(body) % 4 != 0)
-    fail(GW_ERR_INVALID_ARGUMENT, std::string(c.name()) +
-                                      ": a CUDA body must be 4-byte aligned; allocate the payload with cudaMalloc");
-}
 
 template <HalfFormat F>
 class HalfCodec : public CodecBase {
@@ -118,33 +99,45 @@ class HalfCodec : public CodecBase {
         fail_cuda(*this, "decode", rc, error);
       return;
     }
-    if (out.dtype == GW_DTYPE_F32) {
-      half_decode(F, in, static_cast<float*>(out.data), out.count, scale, acc);
-      return;
-    }
     if (out.dtype == kBodyDtype && scale == 1.0f && !acc) {
       std::memcpy(out.data, in, size);
       return;
     }
-    scratch_.resize(static_cast<size_t>(std::min<uint64_t>(out.count, kChunkElements)));
-    auto* dst = static_cast<uint8_t*>(out.data);
-    for (uint64_t b = 0; b < out.count; b += kChunkElements) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(out.count - b, kChunkElements));
-      half_decode(F, in + b, scratch_.data(), n, scale, false);
-      convert_from_f32(out.dtype, scratch_.data(), dst + 2 * b, n, acc);
-    }
+    for_each_f32_output_chunk(out.dtype, out.data, out.count, 1, scratch_, acc,
+                              [&](float* y, uint64_t b, uint64_t e, bool add) {
+                                half_decode(F, in + b, y, static_cast<size_t>(e - b), scale, add);
+                              });
   }
 
  private:
-  void check_dtype(gw_dtype dtype) const {
-    if (dtype < 0 || dtype > 31 || !(kDenseDtypes & (1u << dtype)))
-      fail(GW_ERR_UNSUPPORTED, std::string(name()) + " codec does not accept dtype " + dtype_name(dtype) +
-                                   "; use f32, f16 or bf16");
-  }
-
   bool prediv_;
   const HalfCudaOps* cuda_;
   std::vector<float> scratch_;
 };
+
+// ---- the fp16 and bf16 plugins -----------------------------------------------------------------------
+
+// The plugin's CUDA kernels: its cuda.cu returns cu::half_cuda_ops() (half_cuda.cuh). Defined only in a
+// build with CUDA; see GW_CODEC_CUDA_OPS.
+const HalfCudaOps* plugin_half_cuda_ops();
+
+inline constexpr gw_config_key kHalfConfigKeys[] = {
+    {sizeof(gw_config_key), "prediv", GW_CONFIG_BOOL, "false",
+     "Divide by the world size before rounding (and multiply back when decoding) so that sums of encoded "
+     "bodies cannot overflow; decode with the same world size.",
+     1.0, 0.0, nullptr},
+};
+
+// The codec of the plugin named kText.name, with the plugin's CUDA kernels when it has them.
+template <HalfFormat F, const CodecText& kText>
+class HalfPluginCodec final : public HalfCodec<F> {
+ public:
+  HalfPluginCodec(const gw_host* host, ConfigReader& config)
+      : HalfCodec<F>(host, config, kText.name, GW_CODEC_CUDA_OPS(plugin_half_cuda_ops())) {}
+};
+
+// The fp16 or bf16 plugin: its gw_plugin_entry returns HalfPlugin<F, kText>::entry(host_abi_major).
+template <HalfFormat F, const CodecText& kText>
+using HalfPlugin = CodecPlugin<HalfPluginCodec<F, kText>, kText, kHalfConfigKeys>;
 
 }  // namespace gwc

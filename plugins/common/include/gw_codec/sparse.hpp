@@ -11,6 +11,7 @@
 //   gwc::write_sparse_value(f, p, bits)         stores sparse_value_bits' result at p (host)
 //   gwc::SparseCount{ratio, k}; gwc::read_sparse_count(cfg, codec)   the `ratio` and `k` keys, checked
 //   gwc::read_sparse_values(cfg, codec)         the `values` key ("fp32" | "fp16"), checked
+//   gwc::kSparseRatioKey, kSparseKKey, kSparseValuesKey   those keys' gw_config_key entries
 //   gwc::sparse_target_count(n, count)          k for n elements: count.k when > 0, else
 //                                               round(ratio * n); clamped to [1, n]; 0 when n == 0
 //   gwc::scatter_sparse_values(f, values, index, m, dtype, out, n, accumulate)
@@ -66,6 +67,16 @@ inline SparseValues read_sparse_values(const ConfigReader& cfg, const char* code
     fail(GW_ERR_CONFIG, std::string("[codec.") + codec + "] values must be \"fp32\" or \"fp16\", not \"" + text + "\"");
   return f;
 }
+
+inline constexpr gw_config_key kSparseRatioKey = {
+    sizeof(gw_config_key), "ratio", GW_CONFIG_FLOAT, "0.01",
+    "Fraction of the elements kept (k = round(ratio * n), at least 1); used when k is 0.", 0.0, 1.0, nullptr};
+inline constexpr gw_config_key kSparseKKey = {
+    sizeof(gw_config_key), "k", GW_CONFIG_INT, "0", "Number of elements kept; 0 means: use ratio.", 0.0,
+    4294967295.0, nullptr};
+inline constexpr gw_config_key kSparseValuesKey = {
+    sizeof(gw_config_key), "values", GW_CONFIG_STRING, "\"fp32\"",
+    "Format of the kept values in the payload: fp32, or fp16 rounded to nearest even.", 1.0, 0.0, "fp32|fp16"};
 
 inline uint64_t sparse_target_count(uint64_t n, const SparseCount& c) {
   if (n == 0) return 0;
