@@ -2,15 +2,18 @@
 // MPI_Allreduce with the same placement (every rank on this host, none bound to a core).
 //
 //   ours: N forked ranks (bench_ranks) with UCX's default transports; per size one warm-up and the
-//     repetitions, each started after a barrier and timed as the slowest rank's (an allreduce max).
+//     repetitions, each started after a barrier, ITERS calls back to back (about 32 MiB of buffer per
+//     repetition: 1 to 200 calls), timed as the slowest rank's (an allreduce max) per call. One call of
+//     a small buffer lasts tens of microseconds, less than the scheduler's jitter on a shared machine.
 //   peer: `mpirun --allow-run-as-root --oversubscribe --bind-to none -np N gradwire-mpi-allreduce COUNT
-//     REPS` (runtime/cli/bench/peers/mpi_allreduce.c), timed the same way.
+//     REPS ITERS` (runtime/cli/bench/peers/mpi_allreduce.c), timed the same way.
 // ratio = MPI median / ours median (target >= 1.0 from 1 MiB up). extra: busbw of both (GB/s, the
 // nccl-tests convention: bytes / time * 2 (n - 1) / n), the algorithm gradwire used, spreads.
 #include <gradwire/gradwire.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <vector>
@@ -26,6 +29,15 @@ using json = nlohmann::json;
 
 constexpr uint64_t kRingThreshold = 65536;  // [collectives] ring_threshold_bytes' default
 
+uint64_t iterations_for(uint64_t size) { return std::clamp<uint64_t>((uint64_t{32} << 20) / size, 1, 200); }
+
+// What every element holds after `iters` in-place sums over n ranks that each started with 1.0.
+float expected_after(int n, uint64_t iters) {
+  float e = 1.0f;
+  for (uint64_t k = 0; k < iters; ++k) e *= float(n);
+  return e;
+}
+
 json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o) {
   return run_forked_ranks(n, {}, {o.config}, [&](gw_runtime*, gw_comm* comm) {
     json out = json::array();
@@ -36,13 +48,16 @@ json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o) {
       t.data = buf.data();
       t.count = count;
       std::vector<double> seconds;
+      const uint64_t iters = iterations_for(size);
+      const float expected = expected_after(n, iters);
       for (int rep = 0; rep <= o.repetitions; ++rep) {  // repetition 0: the warm-up
         std::fill(buf.begin(), buf.begin() + long(count), 1.0f);
         check_bench(gw_barrier(comm), "barrier");
         const auto t0 = Clock::now();
-        check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce");
-        const double s = slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count());
-        if (buf[0] != float(n) || buf[count - 1] != float(n)) throw std::runtime_error("P4: wrong allreduce result");
+        for (uint64_t k = 0; k < iters; ++k) check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce");
+        const double s =
+            slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
+        if (buf[0] != expected || buf[count - 1] != expected) throw std::runtime_error("P4: wrong allreduce result");
         if (rep > 0) seconds.push_back(s);
       }
       out.push_back({{"size", size}, {"seconds", seconds}});
@@ -55,7 +70,8 @@ std::vector<double> measure_mpi(int n, uint64_t size, int reps) {
   const std::string peer = mpi_peer_path("P4");
   std::string out;
   const int status = run_captured({"mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np",
-                                   std::to_string(n), peer, std::to_string(size / 4), std::to_string(reps)},
+                                   std::to_string(n), peer, std::to_string(size / 4), std::to_string(reps),
+                                   std::to_string(iterations_for(size))},
                                   {}, &out);
   return mpi_peer_result(status, out, "P4: mpirun")["seconds"].get<std::vector<double>>();
 }

@@ -1,9 +1,11 @@
 /* The Open MPI peer of the allreduce benchmarks: MPI_Allreduce (sum, in place) of COUNT floats, one
- * warm-up and REPS timed calls, each started after a barrier and timed as the slowest rank's. Rank 0
- * prints one JSON line: {"peer": "MPI_Allreduce", "ranks": n, "count": COUNT, "seconds": [...]}.
- * Every call's result is checked (each rank contributes 1.0 per element: the sum is the rank count).
+ * warm-up and REPS timed repetitions of ITERS back-to-back calls (default 1), each repetition started
+ * after a barrier and timed as the slowest rank's, per call. Rank 0 prints one JSON line:
+ * {"peer": "MPI_Allreduce", "ranks": n, "count": COUNT, "seconds": [...]} (seconds per call).
+ * Every repetition's result is checked (each rank starts with 1.0 per element: after k calls every
+ * element is n^k, computed alike in float, overflow to infinity included).
  *
- *   mpirun -np 4 gradwire-mpi-allreduce COUNT REPS
+ *   mpirun -np 4 gradwire-mpi-allreduce COUNT REPS [ITERS]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -21,19 +23,22 @@ static long parse(const char* s, const char* what, long lo, long hi) {
 
 int main(int argc, char** argv) {
   int rank = 0, size = 1;
-  long count, reps, i, r;
+  long count, reps, iters = 1, i, r, k;
+  float expected = 1.0f;
   float* buf;
   double* seconds;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc != 3) {
-    if (rank == 0) fprintf(stderr, "usage: mpirun -np N gradwire-mpi-allreduce COUNT REPS\n");
+  if (argc != 3 && argc != 4) {
+    if (rank == 0) fprintf(stderr, "usage: mpirun -np N gradwire-mpi-allreduce COUNT REPS [ITERS]\n");
     MPI_Finalize();
     return 2;
   }
   count = parse(argv[1], "COUNT", 1, 1L << 31);
   reps = parse(argv[2], "REPS", 1, 10000);
+  if (argc == 4) iters = parse(argv[3], "ITERS", 1, 100000);
+  for (k = 0; k < iters; ++k) expected *= (float)size;
   buf = (float*)malloc((size_t)count * sizeof(float));
   seconds = (double*)malloc((size_t)reps * sizeof(double));
   if (!buf || !seconds) {
@@ -45,11 +50,12 @@ int main(int argc, char** argv) {
     for (i = 0; i < count; ++i) buf[i] = 1.0f;
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
-    MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    mine = MPI_Wtime() - t0;
+    for (k = 0; k < iters; ++k) MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    mine = (MPI_Wtime() - t0) / (double)iters;
     MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (buf[0] != (float)size || buf[count - 1] != (float)size || buf[count / 2] != (float)size) {
-      fprintf(stderr, "gradwire-mpi-allreduce: rank %d: wrong sum %g (expected %d)\n", rank, (double)buf[0], size);
+    if (buf[0] != expected || buf[count - 1] != expected || buf[count / 2] != expected) {
+      fprintf(stderr, "gradwire-mpi-allreduce: rank %d: wrong sum %g (expected %g)\n", rank, (double)buf[0],
+              (double)expected);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (r >= 0) seconds[r] = slowest;
