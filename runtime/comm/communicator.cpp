@@ -363,6 +363,7 @@ gw_status Communicator::test(gw_request* r) {
 
 gw_status Communicator::wait(gw_request* r, double timeout_s) {
   const auto start = Clock::now();
+  const auto spin = std::chrono::microseconds(settings_.wait_spin_us);
   auto last_progress = start;
   while (r->status == GW_IN_PROGRESS) {
     if (progress()) {
@@ -373,7 +374,7 @@ gw_status Communicator::wait(gw_request* r, double timeout_s) {
     const auto now = Clock::now();
     if (timeout_s >= 0 && std::chrono::duration<double>(now - start).count() > timeout_s) return GW_ERR_TIMEOUT;
     // Spin a little (a message is usually microseconds away), then let other ranks on this core run.
-    if (now - last_progress > std::chrono::microseconds(50)) sched_yield();
+    if (now - last_progress > spin) sched_yield();
   }
   return r->status;
 }

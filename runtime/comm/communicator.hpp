@@ -48,6 +48,7 @@ struct CommSettings {
   double timeout_s = 300;                     // [runtime] timeout_s
   uint64_t ring_threshold_bytes = 64 * 1024;  // allreduce: recursive doubling below, ring from here
   uint64_t pipeline_chunk_bytes = 1 << 20;    // compressed allreduce: f32 bytes per pipelined piece
+  uint64_t wait_spin_us = 50;                 // [runtime] wait_spin_us, "auto" resolved at creation
 };
 
 class Communicator {

@@ -1,5 +1,11 @@
 #include "comm/create.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
 #include "bootstrap/launch_env.hpp"
 #include "collectives/algorithms.hpp"
 #include "bootstrap/rendezvous.hpp"
@@ -21,6 +27,27 @@ ComponentRef choose_transport(const Runtime& runtime) {
     fail(GW_ERR_NOT_FOUND, "no transport plugin is loaded ([transport] inter = \"auto\"); `gradwire plugins` "
                            "shows what was found and why a plugin did not load (is libgw-ucx.so built?)");
   return all.front();
+}
+
+// This machine, as the ranks on it see it: the host name (network namespaces share it).
+std::string host_key() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
+uint32_t usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return uint32_t(std::max(1, CPU_COUNT(&set)));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// [runtime] wait_spin_us = -1: spin long while every rank of this host can have a CPU of its own, briefly
+// when they are more (a spinning rank would take the core from the rank it waits for).
+uint64_t spin_us(int64_t configured, uint32_t ranks_here, uint32_t cpus) {
+  if (configured >= 0) return uint64_t(configured);
+  return ranks_here <= cpus ? 1000 : 50;
 }
 
 }  // namespace
@@ -48,18 +75,22 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   auto transport = std::make_unique<TransportP2P>(ref, runtime.config(), init);
 
   const Identity mine = Identity::of(runtime, transport->name());
-  const std::string record = bootstrap::pack_records({mine.serialize(), transport->local_address()});
+  const std::string host = host_key();
+  const std::string record = bootstrap::pack_records({mine.serialize(), transport->local_address(), host});
   const std::vector<std::string> gathered =
       o.allgather ? bootstrap::callback_allgather(o.allgather, o.allgather_user, launch.rank, launch.world_size, record)
                   : bootstrap::ucx_allgather(launch, record, settings.timeout_s);
 
   std::vector<Identity> identities;
   std::vector<std::string> addresses;
+  uint32_t ranks_here = 0;
   for (const auto& r : gathered) {
-    const auto parts = bootstrap::unpack_records(r, 2);
+    const auto parts = bootstrap::unpack_records(r, 3);
     identities.push_back(Identity::parse(parts[0]));
     addresses.push_back(parts[1]);
+    ranks_here += parts[2] == host;
   }
+  settings.wait_spin_us = spin_us(runtime.config().get_int("runtime", "wait_spin_us"), ranks_here, usable_cpus());
   check_identities(identities);
   transport->connect(addresses, settings.timeout_s);
   runtime.logger().info("comm", "rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.world_size) +

@@ -19,6 +19,10 @@ Schema Schema::builtin() {
            {"timeout_s", ValueType::Float, "300",
             "Seconds any wait (bootstrap, collective, request) may last before it fails with "
             "GW_ERR_TIMEOUT.", 0.001, 1e7, {}},
+           {"wait_spin_us", ValueType::Int, "-1",
+            "Microseconds a wait polls without completing anything before it yields the core between "
+            "polls; -1: 1000 when this host runs no more ranks than this process may use CPUs, else 50 "
+            "(oversubscribed ranks must let each other run).", -1, 1e7, {}},
            {"log_level", ValueType::String, "\"warn\"",
             "Least severe log level printed; the more verbose of this and the application's choice "
             "applies.", 1, kUnbounded, {"error", "warn", "info", "debug", "trace"}},
