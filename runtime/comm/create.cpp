@@ -90,7 +90,11 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
     addresses.push_back(parts[1]);
     ranks_here += parts[2] == host;
   }
-  settings.wait_spin_us = spin_us(runtime.config().get_int("runtime", "wait_spin_us"), ranks_here, usable_cpus());
+  const uint32_t cpus = usable_cpus();
+  settings.wait_spin_us = spin_us(runtime.config().get_int("runtime", "wait_spin_us"), ranks_here, cpus);
+  runtime.logger().info("comm", std::to_string(ranks_here) + " ranks on this host, " + std::to_string(cpus) +
+                                    " CPUs usable: waits spin " + std::to_string(settings.wait_spin_us) +
+                                    " us before yielding ([runtime] wait_spin_us)");
   check_identities(identities);
   transport->connect(addresses, settings.timeout_s);
   runtime.logger().info("comm", "rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.world_size) +
