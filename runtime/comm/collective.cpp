@@ -310,13 +310,21 @@ void Collective::start(Task algorithm) {
 }
 
 bool Collective::poll_pending() {
-  size_t kept = 0;
-  for (auto& m : pending_) {
-    if (poll_message(*m)) {
-      completed_.push_back(m->id);
-    } else {
-      pending_[kept++] = std::move(m);
+  size_t kept = 0, i = 0;
+  try {
+    for (; i < pending_.size(); ++i) {
+      if (poll_message(*pending_[i])) {
+        completed_.push_back(pending_[i]->id);
+      } else {
+        pending_[kept++] = std::move(pending_[i]);
+      }
     }
+  } catch (...) {
+    // A message failed (a peer died): keep it and those not reached yet, without the holes the moves
+    // above left, so that the destructor frees every operation still in flight.
+    for (; i < pending_.size(); ++i) pending_[kept++] = std::move(pending_[i]);
+    pending_.resize(kept);
+    throw;
   }
   pending_.resize(kept);
   return pending_.empty();

@@ -20,10 +20,12 @@ echo "$out" | grep -q "^\[0\] qdisc tbf.*rate 100Mbit" || fail "no token bucket 
 [ "$(clusters)" -eq "$before" ] || fail "run --link left namespaces behind"
 
 # A failing rank: its status, and nothing left behind (the other rank is stopped).
-"$gw" run -n 2 --link 1gbit -- sh -c 'if [ "$GW_RANK" = 1 ]; then exit 3; fi; sleep 30' >/dev/null 2>&1
+# The surviving rank sleeps for a duration no other process on the machine uses (pgrep looks machine-wide).
+nap="29.$$"
+"$gw" run -n 2 --link 1gbit -- sh -c 'if [ "$GW_RANK" = 1 ]; then exit 3; fi; sleep "$0"' "$nap" >/dev/null 2>&1
 [ $? -eq 3 ] || fail "a failing rank's status must come back"
 [ "$(clusters)" -eq "$before" ] || fail "a failed run left namespaces behind"
-pgrep -f "sleep 30" >/dev/null && fail "a rank outlived the run"
+pgrep -f "sleep $nap" >/dev/null && fail "a rank outlived the run"
 
 # Ranks talking over the links through UCX (every codec) and Open MPI over TCP: P5 on 4 MB.
 out="$("$gw" bench --suite P5 --quick --repetitions 1 --link 1gbit --json 2>&1)"
