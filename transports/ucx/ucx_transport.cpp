@@ -109,11 +109,11 @@ struct Transport {
   std::vector<std::unique_ptr<Peer>> peers;
   std::atomic<bool> aborted{false};
   // UCX's shared-memory transports have no peer-failure handler, and an endpoint that asks for one
-  // cannot use them (UCX falls back to TCP even between processes of one host). So endpoints to ranks
-  // on this host ask for it only when UCX_TLS offers no shared memory anyway (or local_peer_failure_
-  // detection says so); a dead local rank then shows up as the runtime's timeout and failure notices.
+  // cannot use them (UCX falls back to TCP even between processes of one host); over TCP it gets one
+  // lane plus keepalive instead of striping over every interface. So endpoints to ranks on this host
+  // ask for it only when local_peer_failure_detection says so; a dead local rank then shows up as a
+  // transport error (a reset connection), the runtime's timeout and the failure notices.
   bool detect_peer_failure = true;
-  bool shared_memory_possible = true;
   bool local_peer_failure_detection = false;
   std::string host_name;
   std::string blob;  // host name, NUL, UCP worker address
@@ -183,18 +183,6 @@ bool shared_memory_only(const std::string& tls) {
     start = end + 1;
   }
   return true;
-}
-
-// True when a UCX_TLS list allows a shared-memory transport (empty: UCX's default, all of them).
-bool mentions_shared_memory(const std::string& tls) {
-  if (tls.empty() || tls[0] == '^') return true;
-  for (const char* k : {"shm", "sm", "posix", "sysv", "cma", "knem", "xpmem", "all"})
-    for (size_t pos = tls.find(k); pos != std::string::npos; pos = tls.find(k, pos + 1)) {
-      const bool starts = pos == 0 || tls[pos - 1] == ',';
-      const size_t end = pos + std::strlen(k);
-      if (starts && (end == tls.size() || tls[end] == ',')) return true;
-    }
-  return false;
 }
 
 void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -288,7 +276,6 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
     std::string tls = config_string(host, config, "tls");
     if (tls.empty() && std::getenv("UCX_TLS") != nullptr) tls = std::getenv("UCX_TLS");
     t->detect_peer_failure = !shared_memory_only(tls);
-    t->shared_memory_possible = mentions_shared_memory(tls);
     int32_t local_detection = 0;
     if (config != nullptr && host->config_get_bool != nullptr &&
         host->config_get_bool(config, "local_peer_failure_detection", &local_detection) == GW_OK)
@@ -353,8 +340,7 @@ gw_status connect(void* transport, const void* const* blobs, const uint64_t* siz
         fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: rank " + std::to_string(r) + "'s address is malformed");
       const std::string peer_host(bytes, static_cast<const char*>(nul));
       const bool same_host = peer_host == t.host_name;
-      const bool detect = t.detect_peer_failure &&
-                          (!same_host || !t.shared_memory_possible || t.local_peer_failure_detection);
+      const bool detect = t.detect_peer_failure && (!same_host || t.local_peer_failure_detection);
       ucp_ep_params_t ep{};
       ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
