@@ -27,8 +27,9 @@ struct Blocks {
   }
   uint64_t bytes(uint32_t i) const { return count[i] * element_size; }
 };
-// `count` elements cut into `n` blocks whose sizes differ by at most one.
-Blocks even_blocks(uint64_t count, uint32_t n, uint32_t element_size);
+// `count` elements starting at element `begin` cut into `n` blocks whose sizes differ by at most one
+// (the larger ones first).
+Blocks even_blocks(uint64_t count, uint32_t n, uint32_t element_size, uint64_t begin = 0);
 // One block per rank of the given sizes, packed in rank order.
 Blocks blocks_of(const std::vector<uint64_t>& counts, uint32_t element_size);
 

@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
+#include "collectives/algorithms.hpp"
 #include "collectives/compressed.hpp"
 #include "collectives/pipeline.hpp"
 #include "core/error.hpp"
@@ -74,15 +76,8 @@ void CodecOps::decode(uint64_t offset, const void* payload, uint64_t size, float
 }
 
 Pieces split_even(uint64_t begin, uint64_t count, uint64_t n) {
-  Pieces p;
-  uint64_t offset = begin;
-  for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t c = count / n + (i < count % n ? 1 : 0);
-    p.offset.push_back(offset);
-    p.count.push_back(c);
-    offset += c;
-  }
-  return p;
+  Blocks b = even_blocks(count, uint32_t(n), 1, begin);
+  return Pieces{std::move(b.offset), std::move(b.count)};
 }
 
 uint64_t piece_count(uint64_t count, uint64_t chunk_elements, uint64_t messages_per_piece) {

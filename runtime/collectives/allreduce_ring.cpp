@@ -34,11 +34,7 @@ Task allreduce_ring_segmented(Collective& c, void* buf, const Blocks& blocks, gw
   const uint32_t steps = n - 1;
   const uint32_t esize = blocks.element_size;
   std::vector<Blocks> segs;  // segs[b]: the segments of block b, offsets relative to the buffer
-  for (uint32_t b = 0; b < n; ++b) {
-    Blocks s = even_blocks(blocks.count[b], S, esize);
-    for (auto& o : s.offset) o += blocks.offset[b];
-    segs.push_back(std::move(s));
-  }
+  for (uint32_t b = 0; b < n; ++b) segs.push_back(even_blocks(blocks.count[b], S, esize, blocks.offset[b]));
   const uint64_t landing_bytes = segs[0].bytes(0);
   unsigned char* landing = c.scratch(0, std::max<uint64_t>(1, landing_bytes * S));
   const auto rs_send_block = [&](uint32_t s) { return (r + 2 * n - 1 - s) % n; };

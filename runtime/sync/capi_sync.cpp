@@ -12,6 +12,15 @@ namespace {
 
 using gw::sync::Synchronizer;
 
+// Fills an extensible output struct: the caller's struct_size is checked and kept.
+template <class T>
+void copy_out(T* out, const T& value, const char* what) {
+  gw::require_struct(out, out ? out->struct_size : 0, sizeof(T), what);
+  const uint32_t size = out->struct_size;
+  *out = value;
+  out->struct_size = size;
+}
+
 // Runs body(impl) under the synchronizer's lock.
 template <class F>
 gw_status locked(gw_sync* sync, F&& body) {
@@ -82,10 +91,7 @@ GW_API gw_status gw_sync_bucket_count(gw_sync* sync, uint32_t* count) {
 
 GW_API gw_status gw_sync_get_bucket_info(gw_sync* sync, uint32_t bucket, gw_sync_bucket_info* info) {
   return locked(sync, [&](Synchronizer& s) {
-    gw::require_struct(info, info ? info->struct_size : 0, sizeof(gw_sync_bucket_info), "info");
-    const uint32_t size = info->struct_size;
-    *info = s.bucket_info(bucket);
-    info->struct_size = size;
+    copy_out(info, s.bucket_info(bucket), "info");
     return GW_OK;
   });
 }
@@ -145,10 +151,7 @@ GW_API gw_status gw_sync_load_state(gw_sync* sync, const void* buf, uint64_t siz
 
 GW_API gw_status gw_sync_get_stats(gw_sync* sync, uint32_t bucket, gw_sync_stats* stats) {
   return locked(sync, [&](Synchronizer& s) {
-    gw::require_struct(stats, stats ? stats->struct_size : 0, sizeof(gw_sync_stats), "stats");
-    const uint32_t size = stats->struct_size;
-    *stats = s.stats(bucket);
-    stats->struct_size = size;
+    copy_out(stats, s.stats(bucket), "stats");
     return GW_OK;
   });
 }

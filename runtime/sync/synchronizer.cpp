@@ -473,25 +473,10 @@ void Synchronizer::do_finish_exchange(StepContext& ctx, uint64_t slot) {
 
 gw_schedule_runtime Synchronizer::runtime_for(StepContext& ctx) {
   // C callbacks: an error is kept in the context and its status returned through the plugin.
-  using Fn = void (Synchronizer::*)(StepContext&);
-  static constexpr auto call = [](void* p, Fn fn) -> gw_status {
+  static constexpr auto call = [](void* p, auto fn, auto... args) -> gw_status {
     auto& c = *static_cast<StepContext*>(p);
     try {
-      (c.self->*fn)(c);
-      return GW_OK;
-    } catch (const Error& e) {
-      c.error = e;
-      return e.status();
-    } catch (const std::exception& e) {
-      c.error = Error(GW_ERR_INTERNAL, std::string("internal error: ") + e.what());
-      return GW_ERR_INTERNAL;
-    }
-  };
-  static constexpr auto call_slot = [](void* p, void (Synchronizer::*fn)(StepContext&, uint64_t),
-                                       uint64_t slot) -> gw_status {
-    auto& c = *static_cast<StepContext*>(p);
-    try {
-      (c.self->*fn)(c, slot);
+      (c.self->*fn)(c, args...);
       return GW_OK;
     } catch (const Error& e) {
       c.error = e;
@@ -511,10 +496,10 @@ gw_schedule_runtime Synchronizer::runtime_for(StepContext& ctx) {
   rt.sync_accumulated = [](void* p) { return call(p, &Synchronizer::do_sync_accumulated); };
   rt.sync_parameters = [](void* p) { return call(p, &Synchronizer::do_sync_parameters); };
   rt.start_gradient_exchange = [](void* p, uint64_t slot) {
-    return call_slot(p, &Synchronizer::do_start_exchange, slot);
+    return call(p, &Synchronizer::do_start_exchange, slot);
   };
   rt.finish_gradient_exchange = [](void* p, uint64_t slot) {
-    return call_slot(p, &Synchronizer::do_finish_exchange, slot);
+    return call(p, &Synchronizer::do_finish_exchange, slot);
   };
   rt.keep_local = [](void*) { return GW_OK; };
   return rt;
