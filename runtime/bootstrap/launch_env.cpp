@@ -61,7 +61,17 @@ LaunchInfo detect_launch(const LaunchOverrides& o) {
     if (const auto local = env(c.local_rank)) info.local_rank = uint32_t(parse_int(*local, c.local_rank, 0, kMaxRanks));
     if (c.root_address != nullptr) {
       if (const auto a = env(c.root_address)) info.root_address = *a;
-      if (const auto p = env(c.root_port)) info.root_port = int32_t(parse_int(*p, c.root_port, 1, 65535));
+      if (const auto p = env(c.root_port)) {
+        info.root_port = int32_t(parse_int(*p, c.root_port, 1, 65535));
+        // torchrun's own store (and torch.distributed's) listens on MASTER_PORT on the root's host:
+        // gradwire's rendezvous takes the port after it.
+        if (std::string(c.root_port) == "MASTER_PORT") {
+          if (info.root_port == 65535)
+            fail(GW_ERR_CONFIG, "MASTER_PORT is 65535; gradwire's rendezvous listens on MASTER_PORT + 1: pick a lower "
+                                "MASTER_PORT or set GW_ROOT_PORT");
+          info.root_port += 1;
+        }
+      }
     }
     info.source = c.source;
     break;

@@ -2,38 +2,33 @@
 #include <cstring>
 
 #include "bootstrap/rendezvous.hpp"
+#include "core/bytes.hpp"
 #include "core/error.hpp"
 
 namespace gw::bootstrap {
 
 // [n : u32][length : u64] * n [bytes] * n, little-endian.
 std::string pack_records(const std::vector<std::string>& records) {
-  std::string out(sizeof(uint32_t) + records.size() * sizeof(uint64_t), '\0');
-  const uint32_t n = uint32_t(records.size());
-  std::memcpy(out.data(), &n, sizeof(n));
-  for (size_t i = 0; i < records.size(); ++i) {
-    const uint64_t len = records[i].size();
-    std::memcpy(out.data() + sizeof(n) + i * sizeof(len), &len, sizeof(len));
-  }
-  for (const auto& r : records) out += r;
-  return out;
+  bytes::ByteWriter w;
+  w.u32(uint32_t(records.size()));
+  for (const auto& r : records) w.u64(r.size());
+  for (const auto& r : records) w.raw(r.data(), r.size());
+  return w.take_string();
 }
 
-std::vector<std::string> unpack_records(const std::string& bytes, uint32_t expected) {
-  uint32_t n = 0;
-  if (bytes.size() < sizeof(n)) fail(GW_ERR_CORRUPT, "bootstrap: the gathered records are truncated");
-  std::memcpy(&n, bytes.data(), sizeof(n));
+std::vector<std::string> unpack_records(const std::string& packed, uint32_t expected) {
+  bytes::ByteReader r(packed.data(), packed.size(), "bootstrap: the gathered record set",
+                      "every rank must run the same gradwire version");
+  const uint32_t n = r.u32();
   if (n != expected)
     fail(GW_ERR_CORRUPT, "bootstrap: gathered " + std::to_string(n) + " records, expected " + std::to_string(expected));
-  size_t pos = sizeof(n) + size_t(n) * sizeof(uint64_t);
-  if (bytes.size() < pos) fail(GW_ERR_CORRUPT, "bootstrap: the gathered records are truncated");
+  if (uint64_t(n) * 8 > r.remaining()) r.corrupt("it is cut off");
+  std::vector<uint64_t> lengths(n);
+  for (auto& len : lengths) len = r.u64();
   std::vector<std::string> records(n);
   for (uint32_t i = 0; i < n; ++i) {
-    uint64_t len = 0;
-    std::memcpy(&len, bytes.data() + sizeof(n) + i * sizeof(len), sizeof(len));
-    if (len > bytes.size() - pos) fail(GW_ERR_CORRUPT, "bootstrap: the gathered records are truncated");
-    records[i] = bytes.substr(pos, len);
-    pos += len;
+    const unsigned char* at = r.raw(lengths[i]);
+    records[i].assign(reinterpret_cast<const char*>(at), lengths[i]);
   }
   return records;
 }

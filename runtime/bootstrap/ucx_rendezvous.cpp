@@ -8,11 +8,14 @@
 #include <ucp/api/ucp.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "bootstrap/rendezvous.hpp"
+#include "core/bytes.hpp"
 #include "core/error.hpp"
 
 namespace gw::bootstrap {
@@ -21,13 +24,47 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMagic = 0x42574747u;  // "GGWB"
 
+// What a member sends first: [magic : u32][rank : u32][world size : u32][communicator : u32]
+// [record length : u64], little-endian. `communicator` numbers the rendezvous of this process (1, 2, ...):
+// every rank creates its communicators in the same order, so the root serves one at a time and answers a
+// member that arrives for another one with kRetry.
 struct RecordHeader {
-  uint32_t magic;
-  uint32_t rank;
-  uint32_t world_size;
-  uint32_t reserved;
-  uint64_t length;
+  uint32_t magic = 0;
+  uint32_t rank = 0;
+  uint32_t world_size = 0;
+  uint32_t communicator = 0;
+  uint64_t length = 0;
 };
+constexpr size_t kRecordHeaderBytes = 24;
+
+std::string encode(const RecordHeader& h) {
+  bytes::ByteWriter w;
+  w.u32(h.magic);
+  w.u32(h.rank);
+  w.u32(h.world_size);
+  w.u32(h.communicator);
+  w.u64(h.length);
+  return w.take_string();
+}
+
+RecordHeader decode_record_header(const unsigned char* p) {
+  bytes::ByteReader r(p, kRecordHeaderBytes, "bootstrap: a record header");
+  RecordHeader h;
+  h.magic = r.u32();
+  h.rank = r.u32();
+  h.world_size = r.u32();
+  h.communicator = r.u32();
+  h.length = r.u64();
+  return h;
+}
+
+// The root's answer to a member that came for another communicator of this process: try again.
+constexpr int32_t kRetry = GW_IN_PROGRESS;
+
+// Rendezvous of this process so far, and one at a time (threads creating communicators at once are
+// served in turn; see docs/bootstrap.md).
+std::mutex g_rendezvous_mutex;
+uint32_t g_rendezvous_count = 0;
 
 void check(ucs_status_t st, const std::string& what) {
   if (st != UCS_OK) fail(GW_ERR_TRANSPORT, "bootstrap: " + what + " failed: " + ucs_status_string(st));
@@ -58,6 +95,12 @@ struct Worker {
   ucp_worker_h worker = nullptr;
 
   Worker() {
+    // The root's port is listened on again by the next communicator of this process while connections
+    // of the last one are still in TIME-WAIT: the listener needs SO_REUSEADDR. UCX reads that setting of
+    // its TCP connection manager only from the environment (ucp_config_modify refuses it); a value the
+    // user set stays.
+    static std::once_flag reuse_address;
+    std::call_once(reuse_address, [] { setenv("UCX_TCP_CM_REUSEADDR", "y", 0); });
     ucp_config_t* config = nullptr;
     check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
     ucp_config_modify(config, "TLS", "tcp");
@@ -184,18 +227,20 @@ std::string rank_list(const std::vector<uint32_t>& ranks) {
   return s;
 }
 
+// The root's reply: [length : u64][status : i32][payload], length counting status and payload.
 std::string response(int32_t status, const std::string& payload) {
-  std::string out(sizeof(uint64_t) + sizeof(int32_t), '\0');
-  const uint64_t length = sizeof(int32_t) + payload.size();
-  std::memcpy(out.data(), &length, sizeof(length));
-  std::memcpy(out.data() + sizeof(length), &status, sizeof(status));
-  return out + payload;
+  bytes::ByteWriter w;
+  w.u64(sizeof(int32_t) + payload.size());
+  w.i32(status);
+  w.raw(payload.data(), payload.size());
+  return w.take_string();
 }
 
 // ---- the root -----------------------------------------------------------------------------------
 
 struct Client {
   std::unique_ptr<Endpoint> endpoint;
+  unsigned char header_bytes[kRecordHeaderBytes] = {};
   RecordHeader header{};
   std::string record;
   std::unique_ptr<StreamOp> recv;
@@ -236,7 +281,8 @@ struct Listener {
   }
 };
 
-std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::string& mine, double timeout_s) {
+std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::string& mine, double timeout_s,
+                                        uint32_t communicator) {
   Worker w;
   Listener listener(w, launch);
   std::vector<std::unique_ptr<Client>> clients;
@@ -259,7 +305,7 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
       p.conn_request = request;
       c->endpoint->fill_error_handler(p);
       if (ucp_ep_create(w.worker, &p, &c->endpoint->ep) != UCS_OK) continue;
-      c->recv = start_recv(*c->endpoint, &c->header, sizeof(c->header));
+      c->recv = start_recv(*c->endpoint, c->header_bytes, sizeof(c->header_bytes));
       clients.push_back(std::move(c));
     }
     listener.incoming.clear();
@@ -271,9 +317,19 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
       }
       if (!c->header_done) {
         c->header_done = true;
+        c->header = decode_record_header(c->header_bytes);
         const RecordHeader& h = c->header;
         if (h.magic != kMagic || h.length > (uint64_t{1} << 30)) {
           c->endpoint->failed = true;  // not a gradwire rank; ignore it
+          continue;
+        }
+        if (h.communicator != communicator) {
+          // A member already at its next communicator (or one created out of order): it retries.
+          c->record_done = true;
+          c->reply = response(kRetry, "rank 0 is creating its communicator #" + std::to_string(communicator) +
+                                          ", rank " + std::to_string(h.rank) + " its #" +
+                                          std::to_string(h.communicator));
+          c->send = start_send(*c->endpoint, c->reply.data(), c->reply.size());
           continue;
         }
         if (h.world_size != launch.world_size) {
@@ -310,7 +366,7 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
   // Tell every connected rank the outcome, then wait (bounded) for the replies to leave.
   const std::string payload = error.empty() ? pack_records(records) : error;
   for (auto& c : clients) {
-    if (!c->header_done || c->endpoint->failed) continue;
+    if (!c->header_done || c->endpoint->failed || c->send) continue;
     c->reply = response(error.empty() ? GW_OK : int32_t(error_status), payload);
     c->send = start_send(*c->endpoint, c->reply.data(), c->reply.size());
   }
@@ -328,11 +384,13 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
 
 // ---- the other ranks ----------------------------------------------------------------------------
 
-std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::string& mine, double timeout_s) {
+std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::string& mine, double timeout_s,
+                                          uint32_t communicator) {
   Worker w;
   const sockaddr_in root = resolve(launch);
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  RecordHeader header{kMagic, launch.rank, launch.world_size, 0, mine.size()};
+  const std::string header =
+      encode(RecordHeader{kMagic, launch.rank, launch.world_size, communicator, uint64_t(mine.size())});
   std::string last_failure = "no answer";
 
   while (Clock::now() < deadline) {
@@ -349,10 +407,10 @@ std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::s
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
-    auto send_header = start_send(e, &header, sizeof(header));
+    auto send_header = start_send(e, header.data(), header.size());
     auto send_record = start_send(e, mine.data(), mine.size());
-    uint64_t length = 0;
-    auto recv_length = start_recv(e, &length, sizeof(length));
+    unsigned char length_bytes[8] = {};
+    auto recv_length = start_recv(e, length_bytes, sizeof(length_bytes));
     // Once connected, wait a little longer than the root does, so that its verdict (which ranks are
     // missing) arrives before this rank gives up on its own.
     const auto reply_deadline = deadline + std::chrono::seconds(10);
@@ -369,6 +427,7 @@ std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::s
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
+    const uint64_t length = bytes::get_le(length_bytes, 8);
     if (length < sizeof(int32_t) || length > (uint64_t{1} << 34))
       fail(GW_ERR_CORRUPT, "bootstrap: the root at " + where(launch) + " sent a malformed reply");
     std::string body(length, '\0');
@@ -376,9 +435,14 @@ std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::s
     while (!e.failed && !recv_body->poll() && Clock::now() < reply_deadline) w.progress();
     if (!recv_body->done || recv_body->status != UCS_OK)
       fail(GW_ERR_TRANSPORT, "bootstrap: the root at " + where(launch) + " went away during the rendezvous");
-    int32_t status = 0;
-    std::memcpy(&status, body.data(), sizeof(status));
+    const auto status = int32_t(uint32_t(bytes::get_le(reinterpret_cast<const unsigned char*>(body.data()), 4)));
     const std::string payload = body.substr(sizeof(status));
+    if (status == kRetry) {
+      // The root is still at another communicator of its process (or already past it): try again.
+      last_failure = payload;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
     if (status != GW_OK) fail(status < 0 ? gw_status(status) : GW_ERR_INTERNAL, "bootstrap (reported by rank 0): " + payload);
     return unpack_records(payload, launch.world_size);
   }
@@ -396,7 +460,10 @@ std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::stri
     fail(GW_ERR_CONFIG, "bootstrap: " + std::to_string(launch.world_size) + " ranks (from " + launch.source +
                             ") but no root address: set GW_ROOT_ADDR and GW_ROOT_PORT (or MASTER_ADDR and "
                             "MASTER_PORT), or pass gw_comm_options.allgather");
-  return launch.rank == 0 ? gather_as_root(launch, mine, timeout_s) : gather_as_member(launch, mine, timeout_s);
+  std::lock_guard<std::mutex> one_at_a_time(g_rendezvous_mutex);
+  const uint32_t communicator = ++g_rendezvous_count;
+  return launch.rank == 0 ? gather_as_root(launch, mine, timeout_s, communicator)
+                          : gather_as_member(launch, mine, timeout_s, communicator);
 }
 
 }  // namespace gw::bootstrap

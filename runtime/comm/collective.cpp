@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/bytes.hpp"
 #include "core/error.hpp"
 
 namespace gw::comm {
@@ -80,6 +81,38 @@ std::string Signature::describe() const {
   return s + ")";
 }
 
+void write_message_header(unsigned char* out, const MessageHeader& h) {
+  using bytes::put_le;
+  put_le(out + 0, h.magic, 4);
+  put_le(out + 4, h.seq, 4);
+  out[8] = h.kind;
+  out[9] = h.op;
+  out[10] = h.dtype;
+  out[11] = h.flags;
+  put_le(out + 12, h.root, 4);
+  put_le(out + 16, h.codec_id, 4);
+  put_le(out + 20, h.step, 4);
+  put_le(out + 24, h.count, 8);
+  put_le(out + 32, h.bytes, 8);
+}
+
+MessageHeader read_message_header(const unsigned char* in) {
+  using bytes::get_le;
+  MessageHeader h;
+  h.magic = uint32_t(get_le(in + 0, 4));
+  h.seq = uint32_t(get_le(in + 4, 4));
+  h.kind = in[8];
+  h.op = in[9];
+  h.dtype = in[10];
+  h.flags = in[11];
+  h.root = uint32_t(get_le(in + 12, 4));
+  h.codec_id = uint32_t(get_le(in + 16, 4));
+  h.step = uint32_t(get_le(in + 20, 4));
+  h.count = get_le(in + 24, 8);
+  h.bytes = get_le(in + 32, 8);
+  return h;
+}
+
 struct Collective::Message {
   uint32_t id = 0;
   bool is_recv = false;
@@ -148,9 +181,9 @@ uint32_t Collective::send(uint32_t peer, uint32_t step, const void* data, uint64
   h.step = step;
   h.count = signature_.count;
   h.bytes = bytes;
-  m->staging.resize(sizeof(h) + (packed ? bytes : 0));
-  std::memcpy(m->staging.data(), &h, sizeof(h));
-  if (packed && bytes > 0) std::memcpy(m->staging.data() + sizeof(h), data, bytes);
+  m->staging.resize(kMessageHeaderBytes + (packed ? bytes : 0));
+  write_message_header(m->staging.data(), h);
+  if (packed && bytes > 0) std::memcpy(m->staging.data() + kMessageHeaderBytes, data, bytes);
   const uint64_t tag = tags::collective(seq_, step);
   m->head = p2p_.send(peer, tag, m->staging.data(), m->staging.size());
   if (!packed) m->body = p2p_.send(peer, tag | tags::kPayload, data, bytes);
@@ -180,7 +213,7 @@ uint32_t Collective::start_recv(uint32_t peer, uint32_t step, void* data, uint64
   m->bytes = bytes;
   // Room for a packed payload even when this rank expects a large one: a sender that disagrees about
   // the size must still deliver its header so the difference can be reported.
-  m->staging.resize(sizeof(MessageHeader) + std::max(bytes <= kPackedLimit ? bytes : 0, kPackedLimit));
+  m->staging.resize(kMessageHeaderBytes + std::max(bytes <= kPackedLimit ? bytes : 0, kPackedLimit));
   const uint64_t tag = tags::collective(seq_, step);
   m->head = p2p_.recv(peer, tag, m->staging.data(), m->staging.size());
   // A receive of unknown size posts its payload receive once the header said how large it is.
@@ -217,12 +250,11 @@ std::string mismatch_message(uint32_t seq, uint32_t their_rank, const Signature&
 
 void Collective::check_header(const Message& m, uint64_t received) const {
   const std::string who = "rank " + std::to_string(m.peer);
-  if (received < sizeof(MessageHeader))
+  if (received < kMessageHeaderBytes)
     fail(GW_ERR_CORRUPT, "collective #" + std::to_string(seq_) + ": " + who + " sent a " + std::to_string(received) +
                              "-byte message, shorter than a message header (is it running another gradwire "
                              "version?)");
-  MessageHeader h;
-  std::memcpy(&h, m.staging.data(), sizeof(h));
+  const MessageHeader h = read_message_header(m.staging.data());
   if (h.magic != kMagic)
     fail(GW_ERR_CORRUPT, "collective #" + std::to_string(seq_) + ": " + who +
                              " sent a message without the collective header magic (another gradwire version, "
@@ -243,9 +275,9 @@ void Collective::check_header(const Message& m, uint64_t received) const {
     diffs.push_back("message " + std::to_string(h.step) + " of " + std::to_string(h.bytes) + " bytes vs message " +
                     std::to_string(m.step) + " of " + (m.exact ? "" : "at most ") + std::to_string(m.bytes) +
                     " bytes (the ranks chose different algorithms, block sizes or codec settings)");
-  if (diffs.empty() && (h.flags & kPacked) && received != sizeof(h) + h.bytes)
+  if (diffs.empty() && (h.flags & kPacked) && received != kMessageHeaderBytes + h.bytes)
     fail(GW_ERR_CORRUPT, "collective #" + std::to_string(seq_) + ": " + who + " sent " + std::to_string(received) +
-                             " bytes where its header announces " + std::to_string(sizeof(h) + h.bytes));
+                             " bytes where its header announces " + std::to_string(kMessageHeaderBytes + h.bytes));
   if (!diffs.empty()) fail(GW_ERR_MISMATCH, mismatch_message(seq_, m.peer, theirs, rank_, signature_, diffs));
 }
 
@@ -259,16 +291,14 @@ bool Collective::poll_message(Message& m) {
     if (m.is_recv) {
       check_header(m, received);
       if (!m.exact) {
-        MessageHeader h;
-        std::memcpy(&h, m.staging.data(), sizeof(h));
-        m.bytes = h.bytes;
-        if (!(h.flags & kPacked)) {
+        m.bytes = read_message_header(m.staging.data()).bytes;
+        if (!(read_message_header(m.staging.data()).flags & kPacked)) {
           m.body = p2p_.recv(m.peer, tags::collective(seq_, m.step) | tags::kPayload, m.data, m.bytes);
           m.body_done = false;
         }
       }
       if (m.body == nullptr && m.bytes > 0)
-        std::memcpy(m.data, m.staging.data() + sizeof(MessageHeader), m.bytes);
+        std::memcpy(m.data, m.staging.data() + kMessageHeaderBytes, m.bytes);
       received_[m.id] = m.bytes;
     }
   }

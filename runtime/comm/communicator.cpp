@@ -6,46 +6,74 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/bytes.hpp"
 #include "core/error.hpp"
 
 namespace gw::comm {
 namespace {
 
 constexpr uint64_t kNoticeBytes = 4096;
+// How long a rank that failed waits for the other ranks to acknowledge its failure notices (a peer that
+// is gone is not waited for), and how long gw_comm_destroy waits for what is still unacknowledged.
 constexpr double kNoticeFlushSeconds = 2.0;
 // How long a rank whose collective passed its deadline waits for the other ranks' stuck notices (at
 // most timeout_s) before it reports the timeout.
 constexpr double kStuckGraceSeconds = 2.0;
+// How long a rank that sees a transport error (a peer that exited or crashed) keeps receiving before it
+// reports it: a peer that failed first sent a notice saying why, and its exit may overtake the notice.
+constexpr double kTransportGraceSeconds = 1.0;
 
 // A notice is [code : i32][collective number : u32][body], little-endian. code < 0: a failure with that
 // gw_status, the body its message; kStuckNotice: the sender's collective of that number passed its
-// deadline, the body its Signature (kSignatureBytes, below). Not a failure.
+// deadline, the body its Signature (kSignatureBytes, below), not a failure; kAckNotice: the sender
+// received this rank's failure notice (empty body).
 constexpr int32_t kStuckNotice = 1;
-constexpr size_t kNoticeHeadBytes = sizeof(int32_t) + sizeof(uint32_t);
+constexpr int32_t kAckNotice = 2;
 constexpr size_t kSignatureBytes = 20;
+
+}  // namespace
+
+std::vector<unsigned char> encode_notice(int32_t code, uint32_t seq, const std::string& body) {
+  bytes::ByteWriter w;
+  w.i32(code);
+  w.u32(seq);
+  w.raw(body.data(), body.size());
+  return w.take();
+}
+
+bool decode_notice(const unsigned char* data, uint64_t size, int32_t* code, uint32_t* seq, std::string* body) {
+  if (size < kNoticeHeadBytes) return false;
+  *code = int32_t(uint32_t(bytes::get_le(data, 4)));
+  *seq = uint32_t(bytes::get_le(data + 4, 4));
+  body->assign(reinterpret_cast<const char*>(data) + kNoticeHeadBytes, size - kNoticeHeadBytes);
+  return true;
+}
 
 // [kind : u8][op : u8][dtype : u8][reserved : u8][root : u32][codec id : u32][count : u64]
 std::string encode_signature(const Signature& s) {
   std::string out(kSignatureBytes, '\0');
-  out[0] = char(uint8_t(s.kind));
-  out[1] = char(uint8_t(s.op));
-  out[2] = char(uint8_t(s.dtype));
-  std::memcpy(out.data() + 4, &s.root, sizeof(s.root));
-  std::memcpy(out.data() + 8, &s.codec_id, sizeof(s.codec_id));
-  std::memcpy(out.data() + 12, &s.count, sizeof(s.count));
+  auto* p = reinterpret_cast<unsigned char*>(out.data());
+  p[0] = uint8_t(s.kind);
+  p[1] = uint8_t(s.op);
+  p[2] = uint8_t(s.dtype);
+  bytes::put_le(p + 4, s.root, 4);
+  bytes::put_le(p + 8, s.codec_id, 4);
+  bytes::put_le(p + 12, s.count, 8);
   return out;
 }
 
-Signature decode_signature(const unsigned char* p) {
-  Signature s;
-  s.kind = CollectiveKind(p[0]);
-  s.op = gw_reduce_op(p[1]);
-  s.dtype = gw_dtype(p[2]);
-  std::memcpy(&s.root, p + 4, sizeof(s.root));
-  std::memcpy(&s.codec_id, p + 8, sizeof(s.codec_id));
-  std::memcpy(&s.count, p + 12, sizeof(s.count));
-  return s;
+bool decode_signature(const unsigned char* p, uint64_t size, Signature* s) {
+  if (size != kSignatureBytes) return false;
+  s->kind = CollectiveKind(p[0]);
+  s->op = gw_reduce_op(p[1]);
+  s->dtype = gw_dtype(p[2]);
+  s->root = uint32_t(bytes::get_le(p + 4, 4));
+  s->codec_id = uint32_t(bytes::get_le(p + 8, 4));
+  s->count = bytes::get_le(p + 12, 8);
+  return true;
 }
+
+namespace {
 
 // "rank 3", "ranks 1, 2 and 5" (at most 16 named).
 std::string rank_list(const std::vector<uint32_t>& ranks) {
@@ -66,12 +94,10 @@ using Clock = std::chrono::steady_clock;
 Communicator::Communicator(std::unique_ptr<PointToPoint> p2p, CommSettings settings)
     : p2p_(std::move(p2p)), settings_(settings) {
   incoming_notices_.resize(size());
-  for (uint32_t peer = 0; peer < size(); ++peer) {
-    if (peer == rank()) continue;
-    Notice& n = incoming_notices_[peer];
-    n.buffer.resize(kNoticeBytes);
-    n.op = p2p_->recv(peer, tags::kControl, n.buffer.data(), n.buffer.size());
-  }
+  awaiting_ack_.assign(size(), false);
+  peer_gone_.assign(size(), false);
+  for (uint32_t peer = 0; peer < size(); ++peer)
+    if (peer != rank()) post_notice_receive(peer);
 }
 
 Communicator::~Communicator() {
@@ -80,16 +106,10 @@ Communicator::~Communicator() {
     p2p_->free(r->op);
     delete r;
   }
-  // Give failure notices a moment to leave, so the other ranks learn why this one stopped.
-  const auto deadline = Clock::now() + std::chrono::duration<double>(kNoticeFlushSeconds);
-  for (Notice& n : outgoing_notices_) {
-    try {
-      while (n.op != nullptr && !p2p_->test(n.op, nullptr) && Clock::now() < deadline) p2p_->progress();
-    } catch (const Error&) {
-      // The peer is gone; nothing to tell it.
-    }
-    p2p_->free(n.op);
-  }
+  // Failure notices not acknowledged yet: give them a moment, so the other ranks learn why this one
+  // stopped. Then release what is still in flight.
+  flush_notices(kNoticeFlushSeconds);
+  for (Notice& n : outgoing_notices_) p2p_->free(n.op);
   for (Notice& n : incoming_notices_) p2p_->free(n.op);
 }
 
@@ -182,6 +202,8 @@ bool Communicator::poll(gw_request* r) {
           message = m.what();
         }
       }
+      if (status == GW_ERR_TRANSPORT && await_failure_notice(kTransportGraceSeconds) && r->status != GW_IN_PROGRESS)
+        return true;  // a peer's failure notice ended this collective with the root cause
       fail_all(status, message, true, r->collective->seq());
       return true;
     }
@@ -203,6 +225,23 @@ bool Communicator::poll(gw_request* r) {
   return true;
 }
 
+void Communicator::post_notice_receive(uint32_t peer) {
+  Notice& n = incoming_notices_[peer];
+  n.peer = peer;
+  n.buffer.resize(kNoticeBytes);
+  try {
+    n.op = p2p_->recv(peer, tags::kControl, n.buffer.data(), n.buffer.size());
+  } catch (const Error&) {
+    n.op = nullptr;  // the transport failed; operations involving that peer fail on their own
+    mark_gone(peer);
+  }
+}
+
+void Communicator::mark_gone(uint32_t peer) {
+  peer_gone_[peer] = true;
+  awaiting_ack_[peer] = false;
+}
+
 void Communicator::poll_notices() {
   // Notices this rank sent that have left: release them.
   std::erase_if(outgoing_notices_, [this](Notice& n) {
@@ -210,7 +249,7 @@ void Communicator::poll_notices() {
     try {
       done = p2p_->test(n.op, nullptr);
     } catch (const Error&) {
-      // The peer is gone; nothing more to send it.
+      mark_gone(n.peer);  // nothing more to send it
     }
     if (done) p2p_->free(n.op);
     return done;
@@ -226,6 +265,7 @@ void Communicator::poll_notices() {
       // That peer is gone (or left normally); operations involving it fail on their own.
       p2p_->free(n.op);
       n.op = nullptr;
+      mark_gone(peer);
       continue;
     }
     if (!arrived) continue;
@@ -233,40 +273,72 @@ void Communicator::poll_notices() {
     n.op = nullptr;
     int32_t code = GW_ERR_INTERNAL;
     uint32_t seq = 0;
-    std::string text = "(no message)";
-    if (bytes >= kNoticeHeadBytes) {
-      std::memcpy(&code, n.buffer.data(), sizeof(code));
-      std::memcpy(&seq, n.buffer.data() + sizeof(code), sizeof(seq));
-      text.assign(reinterpret_cast<const char*>(n.buffer.data()) + kNoticeHeadBytes, bytes - kNoticeHeadBytes);
+    std::string text;
+    if (!decode_notice(n.buffer.data(), bytes, &code, &seq, &text)) {
+      code = GW_ERR_CORRUPT;
+      text = "(a " + std::to_string(bytes) + "-byte notice, shorter than its header)";
     }
-    if (code == kStuckNotice) {
-      // Not a failure: remember where that peer is stuck (handle_overdue compares), and listen on.
-      if (bytes == kNoticeHeadBytes + kSignatureBytes)
-        stuck_peers_[seq][peer] = decode_signature(n.buffer.data() + kNoticeHeadBytes);
-      try {
-        n.op = p2p_->recv(peer, tags::kControl, n.buffer.data(), n.buffer.size());
-      } catch (const Error&) {
-        n.op = nullptr;  // the transport failed; operations fail on their own
-      }
+    // Listen on before acting: the same peer may send an acknowledgement or more notices.
+    post_notice_receive(peer);
+    if (code == kAckNotice) {
+      awaiting_ack_[peer] = false;
       continue;
     }
-    if (code >= 0) code = GW_ERR_INTERNAL;
+    if (code == kStuckNotice) {
+      // Not a failure: remember where that peer is stuck (handle_overdue compares).
+      Signature theirs;
+      if (decode_signature(reinterpret_cast<const unsigned char*>(text.data()), text.size(), &theirs))
+        stuck_peers_[seq][peer] = theirs;
+      continue;
+    }
+    if (code >= 0) code = GW_ERR_INTERNAL;  // an unknown kind of notice from a newer peer: still a failure
+    // Tell the peer its notice arrived, so it can stop waiting and exit.
+    send_notice(peer, kAckNotice, seq, "");
+    if (text.empty()) text = "(no message)";
     fail_all(gw_status(code), "rank " + std::to_string(peer) + " failed and reported: " + text, false, seq);
   }
 }
 
 void Communicator::send_notice(uint32_t peer, int32_t code, uint32_t seq, const std::string& body) {
   Notice n;
-  n.buffer.resize(kNoticeHeadBytes + body.size());
-  std::memcpy(n.buffer.data(), &code, sizeof(code));
-  std::memcpy(n.buffer.data() + sizeof(code), &seq, sizeof(seq));
-  std::memcpy(n.buffer.data() + kNoticeHeadBytes, body.data(), body.size());
+  n.peer = peer;
+  n.buffer = encode_notice(code, seq, body);
   try {
     n.op = p2p_->send(peer, tags::kControl, n.buffer.data(), n.buffer.size());
   } catch (const Error&) {
-    return;  // unreachable peer: it will learn from its own failures
+    mark_gone(peer);  // unreachable peer: it will learn from its own failures
+    return;
   }
   outgoing_notices_.push_back(std::move(n));
+}
+
+bool Communicator::flush_notices(double seconds) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  auto pending = [this] { return std::find(awaiting_ack_.begin(), awaiting_ack_.end(), true) != awaiting_ack_.end(); };
+  while (pending() && Clock::now() < deadline) {
+    try {
+      p2p_->progress();
+    } catch (const Error&) {
+      break;  // the transport itself failed: nothing more can leave
+    }
+    poll_notices();
+    if (pending()) sched_yield();
+  }
+  return !pending();
+}
+
+bool Communicator::await_failure_notice(double seconds) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  while (failed_status_ == GW_OK && Clock::now() < deadline) {
+    try {
+      p2p_->progress();
+    } catch (const Error&) {
+      break;
+    }
+    poll_notices();
+    if (failed_status_ == GW_OK) sched_yield();
+  }
+  return failed_status_ != GW_OK;
 }
 
 size_t Communicator::compare_with_stuck_peers(const Collective& c) const {
@@ -335,13 +407,23 @@ void Communicator::fail_all(gw_status status, const std::string& message, bool n
     failed_message_ = message;
     if (notify && status != GW_ERR_ABORTED) {
       const std::string text = message.substr(0, kNoticeBytes - kNoticeHeadBytes);
-      for (uint32_t peer = 0; peer < size(); ++peer)
-        if (peer != rank()) send_notice(peer, status, from_seq, text);
+      for (uint32_t peer = 0; peer < size(); ++peer) {
+        if (peer == rank() || peer_gone_[peer]) continue;
+        awaiting_ack_[peer] = true;
+        send_notice(peer, status, from_seq, text);
+      }
     }
   }
   const std::vector<gw_request*> active(active_.begin(), active_.end());
   for (gw_request* r : active)
     if (!r->collective || r->collective->seq() >= from_seq) complete(r, status, message);
+  // The application usually exits on this error: deliver the notices first (each live peer acknowledges
+  // its own), or their exit could reach the other ranks before the reason does.
+  if (notify && !flushing_) {
+    flushing_ = true;
+    flush_notices(kNoticeFlushSeconds);
+    flushing_ = false;
+  }
 }
 
 bool Communicator::progress() {

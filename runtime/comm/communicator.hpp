@@ -44,6 +44,15 @@ struct gw_request {
 
 namespace gw::comm {
 
+// Notices between the communicators of the ranks (failure, stuck, acknowledgement), little-endian:
+// [code : i32][collective number : u32][body]. decode_notice is false for fewer than kNoticeHeadBytes.
+constexpr uint64_t kNoticeHeadBytes = 8;
+std::vector<unsigned char> encode_notice(int32_t code, uint32_t seq, const std::string& body);
+bool decode_notice(const unsigned char* data, uint64_t size, int32_t* code, uint32_t* seq, std::string* body);
+// A stuck notice's body: the call the sender is stuck in (20 bytes); decode is false for another size.
+std::string encode_signature(const Signature& s);
+bool decode_signature(const unsigned char* p, uint64_t size, Signature* s);
+
 struct CommSettings {
   double timeout_s = 300;                     // [runtime] timeout_s
   uint64_t ring_threshold_bytes = 64 * 1024;  // allreduce: recursive doubling below, ring from here
@@ -102,6 +111,15 @@ class Communicator {
   std::string stuck_report(const Collective& c) const;
   // Sends [code][seq][body] to `peer` on the control tag; an unreachable peer is skipped.
   void send_notice(uint32_t peer, int32_t code, uint32_t seq, const std::string& body);
+  void post_notice_receive(uint32_t peer);
+  // A peer whose notices cannot be sent or received any more: nothing is awaited from it.
+  void mark_gone(uint32_t peer);
+  // Drives the transport until every failure notice this rank sent was acknowledged by its peer (or the
+  // peer is gone), at most `seconds`. True when nothing is left unacknowledged.
+  bool flush_notices(double seconds);
+  // After a transport error: receives for at most `seconds` until a peer's failure notice fails the
+  // communicator. True when one did.
+  bool await_failure_notice(double seconds);
   // Marks the communicator failed (no new operations), ends the active collectives numbered `from_seq`
   // and later and every point-to-point request with (status, message), and with notify tells every
   // other rank. Earlier collectives run on: the other ranks may have completed them already.
@@ -117,11 +135,15 @@ class Communicator {
   std::string failed_message_;
 
   struct Notice {
+    uint32_t peer = 0;
     PointToPoint::Op* op = nullptr;
     std::vector<unsigned char> buffer;
   };
   std::vector<Notice> incoming_notices_;  // one posted receive per peer
   std::vector<Notice> outgoing_notices_;
+  std::vector<bool> awaiting_ack_;  // by peer: a failure notice sent, its acknowledgement not yet here
+  std::vector<bool> peer_gone_;     // by peer: its notices cannot be sent or received any more
+  bool flushing_ = false;
   // The stuck notices received: collective number -> peer -> that peer's signature.
   std::map<uint32_t, std::map<uint32_t, Signature>> stuck_peers_;
 };

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/bytes.hpp"
 #include "core/error.hpp"
 
 namespace gw {
@@ -13,20 +14,16 @@ constexpr uint32_t kVersion = 1;
 constexpr uint64_t kHeader = 4 + 4 + 4 + 4 + 8;  // magic, version, codec id, reserved, buffers
 constexpr uint64_t kTrailer = 8;                 // FNV-1a 64 of every preceding byte
 
-uint64_t fnv1a64(const unsigned char* p, uint64_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
+void put(unsigned char*& p, uint64_t v, int n) {
+  bytes::put_le(p, v, n);
+  p += n;
 }
-
-void put(unsigned char*& p, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) *p++ = static_cast<unsigned char>(v >> (8 * i));
-}
-uint64_t get(const unsigned char*& p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t(*p++) << (8 * i);
+uint64_t get(const unsigned char*& p, int n) {
+  const uint64_t v = bytes::get_le(p, n);
+  p += n;
   return v;
 }
+using bytes::fnv1a64;
 
 [[noreturn]] void bad_blob(const std::string& what) {
   fail(GW_ERR_CORRUPT, "error-feedback state blob is invalid: " + what +
@@ -100,7 +97,7 @@ uint64_t ErrorFeedback::save(void* buf, uint64_t capacity) const {
   for (const auto& [id, r] : residuals_) {
     put(p, id, 8);
     put(p, r.size(), 8);
-    std::memcpy(p, r.data(), 4 * r.size());  // little-endian hosts (the wire format's rule)
+    bytes::put_f32s(p, r.data(), r.size());
     p += 4 * r.size();
   }
   put(p, fnv1a64(start, uint64_t(p - start)), 8);
@@ -132,7 +129,7 @@ void ErrorFeedback::load(const void* buf, uint64_t size) {
     const uint64_t id = get(p, 8), count = get(p, 8);
     if (count > uint64_t(end - p) / 4) bad_blob("buffer " + std::to_string(id) + " announces more data than the blob has");
     std::vector<float> r(count);
-    std::memcpy(r.data(), p, 4 * count);
+    bytes::get_f32s(p, r.data(), count);
     p += 4 * count;
     if (!loaded.emplace(id, std::move(r)).second) bad_blob("buffer " + std::to_string(id) + " appears twice");
   }

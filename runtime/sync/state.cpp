@@ -8,6 +8,7 @@
 // str and bytes are a u64 length and the bytes.
 #include <cstring>
 
+#include "core/bytes.hpp"
 #include "core/error.hpp"
 #include "sync/synchronizer.hpp"
 
@@ -17,83 +18,14 @@ namespace {
 constexpr uint32_t kMagic = 0x59535747u;  // "GWSY"
 constexpr uint32_t kVersion = 1;
 
-uint64_t fnv1a64(const unsigned char* p, uint64_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-class Writer {
- public:
-  void u8(uint8_t v) { out_.push_back(v); }
-  void u32(uint32_t v) { put(v, 4); }
-  void u64(uint64_t v) { put(v, 8); }
-  void raw(const void* p, uint64_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    out_.insert(out_.end(), b, b + n);
-  }
-  void bytes(const void* p, uint64_t n) {
-    u64(n);
-    raw(p, n);
-  }
-  void str(const std::string& s) { bytes(s.data(), s.size()); }
-  void floats(const std::vector<float>& v) { raw(v.data(), 4 * v.size()); }
-  std::vector<unsigned char> finish() {
-    u64(fnv1a64(out_.data(), out_.size()));
-    return std::move(out_);
-  }
-
- private:
-  void put(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_.push_back(uint8_t(v >> (8 * i)));
-  }
-  std::vector<unsigned char> out_;
-};
-
 [[noreturn]] void corrupt(const std::string& what) {
   fail(GW_ERR_CORRUPT, "synchronizer state blob is invalid: " + what +
                            "; pass the bytes gw_sync_save_state wrote, unmodified");
 }
 
-class Reader {
- public:
-  Reader(const unsigned char* p, uint64_t n) : p_(p), end_(p + n) {}
-  uint64_t get(int n) {
-    need(uint64_t(n));
-    uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= uint64_t(*p_++) << (8 * i);
-    return v;
-  }
-  uint8_t u8() { return uint8_t(get(1)); }
-  uint32_t u32() { return uint32_t(get(4)); }
-  uint64_t u64() { return get(8); }
-  std::vector<unsigned char> bytes() {
-    const uint64_t n = u64();
-    need(n);
-    std::vector<unsigned char> v(p_, p_ + n);
-    p_ += n;
-    return v;
-  }
-  std::string str() {
-    const auto v = bytes();
-    return std::string(v.begin(), v.end());
-  }
-  std::vector<float> floats(uint64_t count) {
-    if (count > uint64_t(end_ - p_) / 4) corrupt("it is cut off");
-    std::vector<float> v(count);
-    std::memcpy(v.data(), p_, 4 * count);
-    p_ += 4 * count;
-    return v;
-  }
-  bool at_end() const { return p_ == end_; }
-
- private:
-  void need(uint64_t n) const {
-    if (n > uint64_t(end_ - p_)) corrupt("it is cut off");
-  }
-  const unsigned char* p_;
-  const unsigned char* end_;
-};
+bytes::ByteReader reader(const unsigned char* p, uint64_t n) {
+  return bytes::ByteReader(p, n, "synchronizer state blob", "pass the bytes gw_sync_save_state wrote, unmodified");
+}
 
 }  // namespace
 
@@ -105,7 +37,7 @@ std::vector<unsigned char> Synchronizer::save_state() {
   // Background exchanges in flight belong to the checkpoint: finish them (they are applied later).
   for (auto& [slot, exchanges] : slots_)
     for (uint32_t b = 0; b < exchanges.size(); ++b) finish(b, *exchanges[b]);
-  Writer w;
+  bytes::ByteWriter w;
   w.u32(kMagic);
   w.u32(kVersion);
   w.u64(steps_);
@@ -123,7 +55,7 @@ std::vector<unsigned char> Synchronizer::save_state() {
     }
     w.u64(b.exchanges);
     w.u8(b.accumulator.empty() ? 0 : 1);
-    if (!b.accumulator.empty()) w.floats(b.accumulator);
+    if (!b.accumulator.empty()) w.f32s(b.accumulator.data(), b.accumulator.size());
     if (b.ef) {
       std::vector<unsigned char> ef(b.ef->state_size());
       b.ef->save(ef.data(), ef.size());
@@ -135,28 +67,27 @@ std::vector<unsigned char> Synchronizer::save_state() {
   w.u32(uint32_t(slots_.size()));
   for (const auto& [slot, exchanges] : slots_) {
     w.u64(slot);
-    for (const auto& e : exchanges) w.floats(e->data);
+    for (const auto& e : exchanges) w.f32s(e->data.data(), e->data.size());
   }
-  return w.finish();
+  return w.finish_with_checksum();
 }
 
 void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
   require_finalized("gw_sync_load_state");
   if (size > 0) require(data, "buf");
   if (size < 16) corrupt(std::to_string(size) + " bytes is shorter than its header");
-  Reader head(data, size);
+  auto head = reader(data, size);
   if (head.u32() != kMagic) corrupt("it does not start with 'GWSY'");
   const uint32_t version = head.u32();
   if (version != kVersion)
     fail(GW_ERR_VERSION, "synchronizer state blob has version " + std::to_string(version) + "; this gradwire reads " +
                              std::to_string(kVersion));
-  Reader checksum(data + size - 8, 8);
-  if (checksum.u64() != fnv1a64(data, size - 8)) corrupt("its checksum does not match");
+  if (bytes::get_le(data + size - 8, 8) != bytes::fnv1a64(data, size - 8)) corrupt("its checksum does not match");
   for (const Bucket& b : buckets_)
     if (b.early)
       fail(GW_ERR_STATE, "gw_sync_load_state during a step (after gw_sync_bucket_ready); load between steps");
 
-  Reader r(data + 8, size - 16);
+  auto r = reader(data + 8, size - 16);
   const uint64_t steps = r.u64(), micro = r.u64();
   const std::string schedule = r.str();
   if (schedule != schedule_->name())
@@ -197,7 +128,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
                                 std::to_string(b.tensors.size()) + " now; the tensor layout changed");
     Loaded& l = loaded[bi];
     l.exchanges = r.u64();
-    if (r.u8()) l.accumulator = r.floats(b.count);
+    if (r.u8()) l.accumulator = r.f32s(b.count);
     const auto ef = r.bytes();
     if (!ef.empty() && !b.ef)
       fail(GW_ERR_MISMATCH, where + ": the checkpoint has error-feedback residuals but [codec] error_feedback is off");
@@ -211,7 +142,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
   for (uint32_t s = 0; s < num_slots; ++s) {
     const uint64_t slot = r.u64();
     auto& results = slots[slot];
-    for (const Bucket& b : buckets_) results.push_back(r.floats(b.count));
+    for (const Bucket& b : buckets_) results.push_back(r.f32s(b.count));
   }
   if (!r.at_end()) corrupt("bytes follow the last section");
 

@@ -131,6 +131,13 @@ TEST_P(Comm, ManyOutstandingRequests) {
   expect_all_ok(run(GetParam(), 3, "many"), 3);
 }
 
+// A second communicator while the first lives and a third right after one was destroyed, from the one
+// root port `gradwire run` gives.
+TEST_P(Comm, SeveralCommunicatorsFromOneLauncher) {
+  expect_all_ok(run(GetParam(), 3, "communicators"), 3);
+  expect_all_ok(run(GetParam(), 2, "communicators"), 2);
+}
+
 TEST_P(Comm, MismatchedCountIsAnErrorOnEveryRank) {
   expect_error_on(run(GetParam(), 3, "mismatch-count"), all_ranks(3), "GW_ERR_MISMATCH", "count: ");
 }
@@ -297,6 +304,33 @@ TEST(CommCreate, TorchrunOpenMpiAndSlurmVariables) {
                             " & sleep 0.2; env UCX_TLS=tcp MP_TIMEOUT_S=20 " + vars[0] + " " + prog + "; wait)");
     EXPECT_EQ(count_of(o.output, "OK rank"), 2) << o.output;
   }
+}
+
+// Under torchrun the launcher's store (and torch.distributed's) already listens on MASTER_PORT on the
+// root's host: gradwire's rendezvous must not need that port, and several communicators must still
+// meet. The test holds MASTER_PORT with a listening socket of its own, as torch's store would.
+TEST(CommCreate, SeveralCommunicatorsUnderTorchrunVariablesBesideTorchsStore) {
+  const int store = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(store, 0);
+  int port = 0;
+  for (int attempt = 0; attempt < 100 && port == 0; ++attempt) {
+    const int candidate = free_port() + 2 * attempt;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(uint16_t(candidate));
+    if (bind(store, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 && listen(store, 8) == 0) port = candidate;
+  }
+  ASSERT_NE(port, 0) << "no free port for the emulated store";
+  std::string cmd = "(";
+  for (int r = 2; r >= 0; --r)
+    cmd += "env UCX_TLS=tcp MP_TIMEOUT_S=20 RANK=" + std::to_string(r) + " WORLD_SIZE=3 LOCAL_RANK=" + std::to_string(r) +
+           " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + MP_RANK + " communicators" +
+           (r > 0 ? " & " : "; wait)");
+  const Outcome o = shell(cmd);
+  close(store);
+  EXPECT_EQ(count_of(o.output, "OK rank"), 3) << o.output;
+  EXPECT_EQ(count_of(o.output, "FAIL"), 0) << o.output;
 }
 
 TEST(Run, StopsTheOtherRanksWhenOneFailsAndExitsWithItsStatus) {

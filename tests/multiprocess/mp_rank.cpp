@@ -332,6 +332,27 @@ void case_kill(gw_comm* comm) {
   die("a rank was killed but the collectives went on");
 }
 
+// Several communicators from the same launcher variables: a second one while the first lives, a third
+// right after one was destroyed, each carrying its own collectives (interleaved, so a message of one
+// can never complete a collective of another).
+void case_communicators(gw_runtime* rt, gw_comm* first) {
+  gw_comm_options co = GW_COMM_OPTIONS_INIT;
+  gw_comm* second = nullptr;
+  check(gw_comm_create(rt, &co, &second), "gw_comm_create (second, while the first lives)");
+  if (gw_comm_rank(second) != uint32_t(g_rank) || gw_comm_size(second) != uint32_t(g_size))
+    die("the second communicator has another rank or size");
+  for (int round = 0; round < 3; ++round) {
+    test_allreduce(first, GW_DTYPE_F32, GW_REDUCE_SUM, 1000 + round, false);
+    test_allreduce(second, GW_DTYPE_F64, GW_REDUCE_MAX, 70000 + round, true);
+  }
+  check(gw_comm_destroy(second), "gw_comm_destroy (second)");
+  gw_comm* third = nullptr;
+  check(gw_comm_create(rt, &co, &third), "gw_comm_create (third, right after the second was destroyed)");
+  test_allreduce(third, GW_DTYPE_I32, GW_REDUCE_SUM, 4099, false);
+  test_allreduce(first, GW_DTYPE_F32, GW_REDUCE_SUM, 7, true);
+  check(gw_comm_destroy(third), "gw_comm_destroy (third)");
+}
+
 // ---- an application's own rendezvous: gw_comm_options.allgather over files ---------------------
 //
 // Call k of rank r writes its bytes to DIR/call<k>.rank<r> (a temporary name, then rename, so a reader
@@ -489,6 +510,7 @@ int main(int argc, char** argv) {
     test_allreduce(comm, GW_DTYPE_F64, GW_REDUCE_AVG, 100003, true);
   }
   else if (c == "kill") case_kill(comm);
+  else if (c == "communicators") case_communicators(rt, comm);
   else if (c == "fail-rank") {
     check(gw_barrier(comm), "barrier");
     if (g_rank == 1) return 3;
