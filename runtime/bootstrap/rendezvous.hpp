@@ -15,7 +15,9 @@ namespace gw::bootstrap {
 // Rank 0 opens a UCX listener (UCX's sockaddr connection manager) at the root address; the others
 // connect over TCP, send their record, and receive every record. A rank that does not arrive within
 // timeout_s ends every waiting rank with GW_ERR_TIMEOUT naming the missing ranks.
-std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::string& mine, double timeout_s);
+// `timeout_source` names where timeout_s came from in the messages.
+std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::string& mine, double timeout_s,
+                                       const std::string& timeout_source = "[runtime] timeout_s");
 
 // The application's own rendezvous (gw_comm_options.allgather): first the record sizes, then the
 // records padded to the largest. A failing call throws its status (a positive one: GW_ERR_INTERNAL);

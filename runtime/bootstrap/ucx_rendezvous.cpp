@@ -282,7 +282,7 @@ struct Listener {
 };
 
 std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::string& mine, double timeout_s,
-                                        uint32_t communicator) {
+                                        const std::string& timeout_source, uint32_t communicator) {
   Worker w;
   Listener listener(w, launch);
   std::vector<std::unique_ptr<Client>> clients;
@@ -357,7 +357,7 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
       error_status = GW_ERR_TIMEOUT;
       error = std::string(absent.size() == 1 ? "rank " : "ranks ") + rank_list(absent) +
               " did not arrive at the rendezvous (root " + where(launch) + ") within " + std::to_string(int(timeout_s)) +
-              " s ([runtime] timeout_s); " + std::to_string(launch.world_size - absent.size()) + " of " +
+              " s (" + timeout_source + "); " + std::to_string(launch.world_size - absent.size()) + " of " +
               std::to_string(launch.world_size) + " ranks arrived. Did those ranks start, and with the same root?";
     }
     if (missing > 0 && error.empty()) std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -385,7 +385,7 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
 // ---- the other ranks ----------------------------------------------------------------------------
 
 std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::string& mine, double timeout_s,
-                                          uint32_t communicator) {
+                                          const std::string& timeout_source, uint32_t communicator) {
   Worker w;
   const sockaddr_in root = resolve(launch);
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
@@ -448,13 +448,14 @@ std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::s
   }
   fail(GW_ERR_TIMEOUT, "bootstrap: rank 0 (the root at " + where(launch) + ") did not answer rank " +
                            std::to_string(launch.rank) + " within " + std::to_string(int(timeout_s)) +
-                           " s ([runtime] timeout_s; last failure: " + last_failure +
+                           " s (" + timeout_source + "; last failure: " + last_failure +
                            "). Is rank 0 running, and do GW_ROOT_ADDR / GW_ROOT_PORT point at it?");
 }
 
 }  // namespace
 
-std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::string& mine, double timeout_s) {
+std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::string& mine, double timeout_s,
+                                       const std::string& timeout_source) {
   if (launch.world_size == 1) return {mine};
   if (launch.root_address.empty() || launch.root_port < 0)
     fail(GW_ERR_CONFIG, "bootstrap: " + std::to_string(launch.world_size) + " ranks (from " + launch.source +
@@ -462,8 +463,8 @@ std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::stri
                             "MASTER_PORT), or pass gw_comm_options.allgather");
   std::lock_guard<std::mutex> one_at_a_time(g_rendezvous_mutex);
   const uint32_t communicator = ++g_rendezvous_count;
-  return launch.rank == 0 ? gather_as_root(launch, mine, timeout_s, communicator)
-                          : gather_as_member(launch, mine, timeout_s, communicator);
+  return launch.rank == 0 ? gather_as_root(launch, mine, timeout_s, timeout_source, communicator)
+                          : gather_as_member(launch, mine, timeout_s, timeout_source, communicator);
 }
 
 }  // namespace gw::bootstrap

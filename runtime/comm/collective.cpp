@@ -128,8 +128,15 @@ struct Collective::Message {
   bool body_done = false;
 };
 
-Collective::Collective(PointToPoint& p2p, uint32_t seq, const Signature& signature, double timeout_s)
-    : p2p_(p2p), rank_(p2p.rank()), size_(p2p.size()), seq_(seq), signature_(signature), timeout_s_(timeout_s) {}
+Collective::Collective(PointToPoint& p2p, uint32_t seq, const Signature& signature, double timeout_s,
+                       std::string timeout_source)
+    : p2p_(p2p),
+      rank_(p2p.rank()),
+      size_(p2p.size()),
+      seq_(seq),
+      signature_(signature),
+      timeout_s_(timeout_s),
+      timeout_source_(std::move(timeout_source)) {}
 
 Collective::~Collective() {
   for (auto& m : pending_) {
@@ -330,7 +337,7 @@ void Collective::fail_timeout(const std::string& detail) const {
                            std::to_string(rank_) + " waited " + std::to_string(int(waited())) +
                            " s for messages (" + peers +
                            ") without progress; that rank is stuck, gone, or called a different collective "
-                           "([runtime] timeout_s)" + detail);
+                           "(" + timeout_source_ + ")" + detail);
 }
 
 void Collective::start(Task algorithm) {

@@ -90,7 +90,8 @@ class Collective {
   // travel as a header message plus the payload sent from and received into the caller's buffer.
   static constexpr uint64_t kPackedLimit = 16 * 1024;
 
-  Collective(PointToPoint& p2p, uint32_t seq, const Signature& signature, double timeout_s);
+  Collective(PointToPoint& p2p, uint32_t seq, const Signature& signature, double timeout_s,
+             std::string timeout_source = "[runtime] timeout_s");
   ~Collective();
   Collective(const Collective&) = delete;
   Collective& operator=(const Collective&) = delete;
@@ -171,6 +172,7 @@ class Collective {
   uint32_t seq_;
   Signature signature_;
   double timeout_s_;
+  std::string timeout_source_;  // where timeout_s came from, for the timeout message
   std::vector<std::unique_ptr<Message>> pending_;
   std::vector<uint64_t> received_;   // by message id: payload bytes that arrived (receives)
   std::vector<uint32_t> completed_;  // ids completed and not yet taken

@@ -143,7 +143,7 @@ gw_request* Communicator::start_collective_at(uint32_t seq, const Signature& sig
                                               const std::function<Task(Collective&)>& algorithm) {
   check_usable();
   auto r = std::make_unique<gw_request>();
-  r->collective = std::make_unique<Collective>(*p2p_, seq, signature, settings_.timeout_s);
+  r->collective = std::make_unique<Collective>(*p2p_, seq, signature, settings_.timeout_s, settings_.timeout_source);
   r->collective->start(algorithm(*r->collective));
   gw_request* raw = track(std::move(r));
   poll(raw);  // run up to the first wait: sends leave now
@@ -349,7 +349,7 @@ size_t Communicator::compare_with_stuck_peers(const Collective& c) const {
     if (!diffs.empty())
       fail(GW_ERR_MISMATCH, mismatch_message(c.seq(), peer, theirs, rank(), c.signature(), diffs) +
                                 " (Found through stuck notices: rank " + std::to_string(peer) +
-                                " waited [runtime] timeout_s in this collective because the calls exchange "
+                                " waited its timeout (" + settings_.timeout_source + ") in this collective because the calls exchange "
                                 "different messages, e.g. one on the ring algorithm and the other on recursive "
                                 "doubling.)");
   }

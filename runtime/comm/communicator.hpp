@@ -54,7 +54,8 @@ std::string encode_signature(const Signature& s);
 bool decode_signature(const unsigned char* p, uint64_t size, Signature* s);
 
 struct CommSettings {
-  double timeout_s = 300;                     // [runtime] timeout_s
+  double timeout_s = 300;                     // [runtime] timeout_s or gw_comm_options.timeout_s
+  std::string timeout_source = "[runtime] timeout_s";  // which of the two, for the error messages
   uint64_t ring_threshold_bytes = 64 * 1024;  // allreduce: recursive doubling below, ring from here
   uint64_t pipeline_chunk_bytes = 1 << 20;    // compressed allreduce: f32 bytes per pipelined piece
   uint64_t wait_spin_us = 50;                 // [runtime] wait_spin_us, "auto" resolved at creation

@@ -63,6 +63,7 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
 
   CommSettings settings;
   settings.timeout_s = o.timeout_s > 0 ? o.timeout_s : runtime.config().get_float("runtime", "timeout_s");
+  if (o.timeout_s > 0) settings.timeout_source = "gw_comm_options.timeout_s";
   settings.ring_threshold_bytes = uint64_t(runtime.config().get_int("collectives", "ring_threshold_bytes"));
   settings.pipeline_chunk_bytes = uint64_t(runtime.config().get_int("collectives", "pipeline_chunk_bytes"));
 
@@ -79,7 +80,7 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   const std::string record = bootstrap::pack_records({mine.serialize(), transport->local_address(), host});
   const std::vector<std::string> gathered =
       o.allgather ? bootstrap::callback_allgather(o.allgather, o.allgather_user, launch.rank, launch.world_size, record)
-                  : bootstrap::ucx_allgather(launch, record, settings.timeout_s);
+                  : bootstrap::ucx_allgather(launch, record, settings.timeout_s, settings.timeout_source);
 
   std::vector<Identity> identities;
   std::vector<std::string> addresses;
@@ -96,7 +97,7 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
                                     " CPUs usable: waits spin " + std::to_string(settings.wait_spin_us) +
                                     " us before yielding ([runtime] wait_spin_us)");
   check_identities(identities);
-  transport->connect(addresses, settings.timeout_s);
+  transport->connect(addresses, settings.timeout_s, settings.timeout_source);
   runtime.logger().info("comm", "rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.world_size) +
                                     " (from " + launch.source + ") connected over " + transport->name());
   auto comm = std::make_unique<Communicator>(std::move(transport), settings);

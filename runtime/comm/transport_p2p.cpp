@@ -47,7 +47,7 @@ std::string TransportP2P::local_address() const {
   return std::string(static_cast<const char*>(blob), size);
 }
 
-void TransportP2P::connect(const std::vector<std::string>& blobs, double timeout_s) {
+void TransportP2P::connect(const std::vector<std::string>& blobs, double timeout_s, const std::string& timeout_source) {
   std::vector<const void*> pointers;
   std::vector<uint64_t> sizes;
   for (const auto& b : blobs) {
@@ -62,7 +62,7 @@ void TransportP2P::connect(const std::vector<std::string>& blobs, double timeout
     if (st == GW_OK) return;
     if (std::chrono::steady_clock::now() > deadline)
       fail(GW_ERR_TIMEOUT, "transport '" + name_ + "': connecting to the other ranks took longer than " +
-                               std::to_string(timeout_s) + " s ([runtime] timeout_s)");
+                               std::to_string(timeout_s) + " s (" + timeout_source + ")");
     progress();
   }
 }

@@ -27,7 +27,8 @@ class TransportP2P final : public PointToPoint {
   std::string local_address() const;
   // Connects to every rank's blob (index = rank), driving progress until the transport is ready or
   // `timeout_s` passes.
-  void connect(const std::vector<std::string>& blobs, double timeout_s);
+  void connect(const std::vector<std::string>& blobs, double timeout_s,
+               const std::string& timeout_source = "[runtime] timeout_s");
 
   uint32_t rank() const override { return rank_; }
   uint32_t size() const override { return size_; }

@@ -182,6 +182,17 @@ TEST_P(Comm, MismatchedCountAcrossAlgorithmsIsAMismatchNotATimeout) {
   }
 }
 
+// gw_comm_destroy after a failed collective returns every UCX request: the rendezvous send the other
+// algorithm never matched is taken and dropped by its receiver's destroy, and the sender waits for that
+// (UCX would otherwise warn "was not returned to mpool" / "was not matched").
+TEST_P(Comm, DestroyAfterAFailedCollectiveReturnsEveryRequest) {
+  const Outcome o = run(GetParam(), 3, "mismatch-algorithm", "MP_TIMEOUT_S=3 MP_DESTROY_ON_ERROR=1");
+  expect_error_on(o, all_ranks(3), "GW_ERR_MISMATCH", "count: ");
+  EXPECT_EQ(count_of(o.output, "DESTROYED"), 3) << o.output;
+  EXPECT_EQ(count_of(o.output, "not returned to mpool"), 0) << o.output;
+  EXPECT_EQ(count_of(o.output, "was not matched"), 0) << o.output;
+}
+
 // A rank that arrives late, within the grace period after the others passed their deadline and sent it
 // stuck notices: the collective completes, the notices do not fail it, and it still receives the failure
 // notice of the mismatch that follows (its notice receives were posted again).
@@ -216,6 +227,14 @@ TEST(CommCreate, RankThatNeverStartsIsNamedOnTheOthers) {
   const Outcome o = run("tcp", 3, "missing-rank", "MP_TIMEOUT_S=3");
   EXPECT_EQ(o.code, 0) << o.output;
   expect_error_on(o, {0, 1}, "GW_ERR_TIMEOUT", "rank 2 did not arrive");
+  EXPECT_NE(o.output.find("[runtime] timeout_s"), std::string::npos) << o.output;
+}
+
+// A timeout that came from gw_comm_options.timeout_s is named as such, not as [runtime] timeout_s.
+TEST(CommCreate, TimeoutMessagesNameWhereTheLimitCameFrom) {
+  const Outcome o = run("tcp", 3, "missing-rank", "MP_TIMEOUT_S=60 MP_OPTIONS_TIMEOUT_S=3");
+  expect_error_on(o, {0, 1}, "GW_ERR_TIMEOUT", "gw_comm_options.timeout_s");
+  EXPECT_EQ(o.output.find("[runtime] timeout_s"), std::string::npos) << o.output;
 }
 
 // `mp_rank allgather-callback DIR r n ARGS` for every rank r, started here without a launcher: no GW_*

@@ -21,6 +21,10 @@ namespace {
 
 int g_rank = 0;
 int g_size = 1;
+// Destroyed before an expected error exits when MP_DESTROY_ON_ERROR is set (else the process exits with
+// them alive, as most applications do on their first error).
+gw_runtime* g_runtime = nullptr;
+gw_comm* g_comm = nullptr;
 
 [[noreturn]] void die(const std::string& what) {
   std::printf("FAIL rank %d: %s\n", g_rank, what.c_str());
@@ -258,6 +262,12 @@ void case_many(gw_comm* comm) {
   if (st == expected) {
     std::printf("EXPECTED-ERROR %s %s\n", gw_status_string(st), gw_last_error());
     std::fflush(stdout);
+    if (std::getenv("MP_DESTROY_ON_ERROR") != nullptr) {
+      if (g_comm != nullptr) check(gw_comm_destroy(g_comm), "gw_comm_destroy after the error");
+      if (g_runtime != nullptr) check(gw_runtime_destroy(g_runtime), "gw_runtime_destroy after the error");
+      std::printf("DESTROYED\n");
+      std::fflush(stdout);
+    }
     std::exit(0);
   }
   die(std::string(doing) + ": expected " + gw_status_string(expected) + ", got " + gw_status_string(st) + ": " +
@@ -481,6 +491,7 @@ int main(int argc, char** argv) {
   gw_runtime* rt = nullptr;
   check(gw_runtime_create(&ro, &rt), "gw_runtime_create");
   gw_comm_options co = GW_COMM_OPTIONS_INIT;
+  if (const char* t = std::getenv("MP_OPTIONS_TIMEOUT_S")) co.timeout_s = std::atof(t);
   if (c == "allgather-callback") {
     co.rank = g_rank;
     co.world_size = g_size;
@@ -495,6 +506,8 @@ int main(int argc, char** argv) {
   if (c == "mismatch-config" || c == "mismatch-version") expect_error(created, GW_ERR_MISMATCH, "gw_comm_create");
   if (c == "missing-rank") expect_error(created, GW_ERR_TIMEOUT, "gw_comm_create");
   check(created, "gw_comm_create");
+  g_runtime = rt;
+  g_comm = comm;
   if (gw_comm_rank(comm) != uint32_t(g_rank) || gw_comm_size(comm) != uint32_t(g_size))
     die("rank/size differ from the launcher's variables");
 

@@ -19,6 +19,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -117,7 +118,11 @@ struct Transport {
   bool local_peer_failure_detection = false;
   std::string host_name;
   std::string blob;  // host name, NUL, UCP worker address
+  // Requests the runtime freed while UCX still had them (sends, which UCX cannot cancel): kept until
+  // they complete, so that their callbacks find them, and waited for (bounded) before the endpoints close.
+  std::vector<gw_transport_request*> orphans;
 
+  void release_completed_orphans();
   ~Transport();
 };
 
@@ -208,8 +213,78 @@ void on_recv_done(void* ucx, ucs_status_t status, const ucp_tag_recv_info_t* inf
   ucp_request_free(ucx);
 }
 
+// Receives and discards every message that arrived and that no receive matched (a collective that failed
+// on a mismatch leaves some): a sender's rendezvous send completes only once its receiver takes it, and a
+// request that never completes is never returned to UCX. Bounded by `deadline`.
+void drain_unexpected(ucp_worker_h worker, std::chrono::steady_clock::time_point deadline) {
+  struct Drained {
+    std::vector<char> buffer;
+    void* request = nullptr;
+  };
+  std::vector<Drained> drained;
+  for (;;) {
+    while (ucp_worker_progress(worker) != 0) {
+    }
+    ucp_tag_recv_info_t info{};
+    const ucp_tag_message_h message = ucp_tag_probe_nb(worker, 0, 0, 1, &info);
+    if (message != nullptr) {
+      Drained d;
+      d.buffer.resize(std::max<size_t>(info.length, 1));
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+      param.datatype = ucp_dt_make_contig(1);
+      const ucs_status_ptr_t sp = ucp_tag_msg_recv_nbx(worker, d.buffer.data(), info.length, message, &param);
+      if (UCS_PTR_IS_PTR(sp)) {
+        d.request = sp;
+        drained.push_back(std::move(d));
+      }
+      continue;
+    }
+    std::erase_if(drained, [](Drained& d) {
+      if (ucp_request_check_status(d.request) == UCS_INPROGRESS) return false;
+      ucp_request_free(d.request);
+      return true;
+    });
+    if (drained.empty() || std::chrono::steady_clock::now() > deadline) break;
+  }
+  for (Drained& d : drained) {
+    ucp_request_cancel(worker, d.request);
+    ucp_request_free(d.request);
+  }
+}
+
+void Transport::release_completed_orphans() {
+  std::erase_if(orphans, [](gw_transport_request* r) {
+    if (r->ucx != nullptr) return false;
+    delete r;
+    return true;
+  });
+}
+
 Transport::~Transport() {
   if (worker != nullptr) {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(close_timeout_s));
+    // Messages no receive matched are taken and dropped (their senders' rendezvous complete), and this
+    // rank's own unfinished sends get until close_timeout_s for their receivers to do the same.
+    drain_unexpected(worker, deadline);
+    for (;;) {
+      while (ucp_worker_progress(worker) != 0) {
+      }
+      drain_unexpected(worker, deadline);
+      release_completed_orphans();
+      if (orphans.empty() || std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    if (!orphans.empty())
+      log(*this, GW_LOG_WARN, std::to_string(orphans.size()) +
+                                  " send(s) were not taken by their receivers within close_timeout_s; releasing them");
+    for (gw_transport_request* r : orphans) {
+      if (r->ucx != nullptr) ucp_request_free(r->ucx);  // no callback runs after this
+      delete r;
+    }
+    orphans.clear();
     std::vector<void*> closing;
     for (auto& peer : peers) {
       if (peer == nullptr || peer->ep == nullptr) continue;
@@ -221,9 +296,11 @@ Transport::~Transport() {
       peer->ep = nullptr;
     }
     // Bounded wait: a peer that is gone must not keep this rank from shutting down.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(close_timeout_s);
+    const auto close_deadline = std::chrono::steady_clock::now() +
+                                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(close_timeout_s));
     for (auto& req : closing) {
-      while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
+      while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < close_deadline)
         ucp_worker_progress(worker);
       if (ucp_request_check_status(req) == UCS_INPROGRESS)
         log(*this, GW_LOG_WARN, "an endpoint did not close within close_timeout_s; releasing it");
@@ -502,10 +579,14 @@ void request_free(void* transport, gw_transport_request* request) {
   if (request == nullptr) return;
   Transport* t = static_cast<Transport*>(transport);
   if (request->ucx != nullptr && t != nullptr) {
-    // Cancelling may complete the request at once (the callback then releases it); otherwise
-    // releasing it here guarantees the callback never runs on the freed request.
+    // Cancelling completes a receive at once (its callback releases the UCP request). A send cannot be
+    // cancelled: keep it until it completes (destroy waits for it, bounded), so that its callback
+    // finds the request and UCX gets its request back.
     ucp_request_cancel(t->worker, request->ucx);
-    if (request->ucx != nullptr) ucp_request_free(request->ucx);
+    if (request->ucx != nullptr) {
+      t->orphans.push_back(request);
+      return;
+    }
   }
   delete request;
 }
@@ -516,6 +597,7 @@ gw_status progress(void* transport) {
     Transport& t = as_transport(transport);
     while (ucp_worker_progress(t.worker) != 0) {
     }
+    if (!t.orphans.empty()) t.release_completed_orphans();
     return GW_OK;
   });
 }
