@@ -7,6 +7,34 @@
 
 namespace gw::bootstrap {
 
+std::string encode_record_header(const RecordHeader& h) {
+  bytes::ByteWriter w;
+  w.u32(h.magic);
+  w.u32(h.rank);
+  w.u32(h.world_size);
+  w.u32(h.communicator);
+  w.u64(h.length);
+  return w.take_string();
+}
+
+RecordHeader decode_record_header(const unsigned char* p) {
+  RecordHeader h;
+  h.magic = uint32_t(bytes::get_le(p, 4));
+  h.rank = uint32_t(bytes::get_le(p + 4, 4));
+  h.world_size = uint32_t(bytes::get_le(p + 8, 4));
+  h.communicator = uint32_t(bytes::get_le(p + 12, 4));
+  h.length = bytes::get_le(p + 16, 8);
+  return h;
+}
+
+std::string encode_reply(int32_t status, const std::string& payload) {
+  bytes::ByteWriter w;
+  w.u64(sizeof(int32_t) + payload.size());
+  w.i32(status);
+  w.raw(payload.data(), payload.size());
+  return w.take_string();
+}
+
 // [n : u32][length : u64] * n [bytes] * n, little-endian.
 std::string pack_records(const std::vector<std::string>& records) {
   bytes::ByteWriter w;

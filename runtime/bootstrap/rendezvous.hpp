@@ -26,6 +26,23 @@ std::vector<std::string> ucx_allgather(const LaunchInfo& launch, const std::stri
 std::vector<std::string> callback_allgather(gw_allgather_fn fn, void* user, uint32_t rank, uint32_t world_size,
                                             const std::string& mine);
 
+// What a member of the rendezvous sends first: [magic : u32][rank : u32][world size : u32]
+// [communicator : u32][record length : u64], little-endian. `communicator` numbers the rendezvous of a
+// process (1, 2, ...): every rank creates its communicators in the same order, so the root serves one at
+// a time and answers a member that arrives for another one with "retry".
+struct RecordHeader {
+  uint32_t magic = 0;
+  uint32_t rank = 0;
+  uint32_t world_size = 0;
+  uint32_t communicator = 0;
+  uint64_t length = 0;
+};
+constexpr size_t kRecordHeaderBytes = 24;
+std::string encode_record_header(const RecordHeader& h);
+RecordHeader decode_record_header(const unsigned char* p);  // kRecordHeaderBytes bytes
+// The root's reply: [length : u64][status : i32][payload], length counting status and payload.
+std::string encode_reply(int32_t status, const std::string& payload);
+
 // Records as one byte string and back; parse throws GW_ERR_CORRUPT on malformed input.
 std::string pack_records(const std::vector<std::string>& records);
 std::vector<std::string> unpack_records(const std::string& bytes, uint32_t expected);

@@ -24,40 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMagic = 0x42574747u;  // "GGWB"
 
-// What a member sends first: [magic : u32][rank : u32][world size : u32][communicator : u32]
-// [record length : u64], little-endian. `communicator` numbers the rendezvous of this process (1, 2, ...):
-// every rank creates its communicators in the same order, so the root serves one at a time and answers a
-// member that arrives for another one with kRetry.
-struct RecordHeader {
-  uint32_t magic = 0;
-  uint32_t rank = 0;
-  uint32_t world_size = 0;
-  uint32_t communicator = 0;
-  uint64_t length = 0;
-};
-constexpr size_t kRecordHeaderBytes = 24;
-
-std::string encode(const RecordHeader& h) {
-  bytes::ByteWriter w;
-  w.u32(h.magic);
-  w.u32(h.rank);
-  w.u32(h.world_size);
-  w.u32(h.communicator);
-  w.u64(h.length);
-  return w.take_string();
-}
-
-RecordHeader decode_record_header(const unsigned char* p) {
-  bytes::ByteReader r(p, kRecordHeaderBytes, "bootstrap: a record header");
-  RecordHeader h;
-  h.magic = r.u32();
-  h.rank = r.u32();
-  h.world_size = r.u32();
-  h.communicator = r.u32();
-  h.length = r.u64();
-  return h;
-}
-
 // The root's answer to a member that came for another communicator of this process: try again.
 constexpr int32_t kRetry = GW_IN_PROGRESS;
 
@@ -227,15 +193,6 @@ std::string rank_list(const std::vector<uint32_t>& ranks) {
   return s;
 }
 
-// The root's reply: [length : u64][status : i32][payload], length counting status and payload.
-std::string response(int32_t status, const std::string& payload) {
-  bytes::ByteWriter w;
-  w.u64(sizeof(int32_t) + payload.size());
-  w.i32(status);
-  w.raw(payload.data(), payload.size());
-  return w.take_string();
-}
-
 // ---- the root -----------------------------------------------------------------------------------
 
 struct Client {
@@ -326,7 +283,7 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
         if (h.communicator != communicator) {
           // A member already at its next communicator (or one created out of order): it retries.
           c->record_done = true;
-          c->reply = response(kRetry, "rank 0 is creating its communicator #" + std::to_string(communicator) +
+          c->reply = encode_reply(kRetry, "rank 0 is creating its communicator #" + std::to_string(communicator) +
                                           ", rank " + std::to_string(h.rank) + " its #" +
                                           std::to_string(h.communicator));
           c->send = start_send(*c->endpoint, c->reply.data(), c->reply.size());
@@ -367,7 +324,7 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
   const std::string payload = error.empty() ? pack_records(records) : error;
   for (auto& c : clients) {
     if (!c->header_done || c->endpoint->failed || c->send) continue;
-    c->reply = response(error.empty() ? GW_OK : int32_t(error_status), payload);
+    c->reply = encode_reply(error.empty() ? GW_OK : int32_t(error_status), payload);
     c->send = start_send(*c->endpoint, c->reply.data(), c->reply.size());
   }
   const auto flush_deadline = Clock::now() + std::chrono::seconds(5);
@@ -390,7 +347,7 @@ std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::s
   const sockaddr_in root = resolve(launch);
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   const std::string header =
-      encode(RecordHeader{kMagic, launch.rank, launch.world_size, communicator, uint64_t(mine.size())});
+      encode_record_header(RecordHeader{kMagic, launch.rank, launch.world_size, communicator, uint64_t(mine.size())});
   std::string last_failure = "no answer";
 
   while (Clock::now() < deadline) {

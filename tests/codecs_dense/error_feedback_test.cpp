@@ -2,6 +2,7 @@
 #include <gradwire/gradwire.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -165,6 +166,35 @@ TEST(ErrorFeedback, BadBlobsGiveTheirErrorsAndLeaveTheStateAlone) {
   check(std::vector<uint8_t>(3, 0), GW_ERR_CORRUPT, "too short");
   EXPECT_EQ(gw_error_feedback_load(other.ef, blob.data(), blob.size()), GW_ERR_MISMATCH) << gw_last_error();
   EXPECT_EQ(a.save(), blob) << "a refused blob leaves the state unchanged";
+}
+
+}  // namespace
+
+namespace {
+
+// Golden bytes of the error-feedback state blob (docs/wire-format.md): little-endian whatever the host.
+// fp16 rounds 1 + 2^-12 to 1, so buffer 7 keeps the residual 2^-12 (f32 0x39800000).
+TEST(ErrorFeedbackBlob, GoldenBytes) {
+  Ef e("fp16");
+  std::vector<float> x = {1.0f + 1.0f / 4096.0f};
+  const auto payload = e.encode(x, 7);
+  const auto blob = e.save();
+  const std::vector<uint8_t> head = {0x47, 0x57, 0x45, 0x46,  // "GWEF"
+                                     1, 0, 0, 0};            // version 1
+  ASSERT_EQ(blob.size(), 24u + 16u + 4u + 8u);
+  EXPECT_TRUE(std::equal(head.begin(), head.end(), blob.begin()));
+  EXPECT_TRUE(std::equal(payload.begin() + 8, payload.begin() + 12, blob.begin() + 8)) << "the codec id, as in the wire header";
+  const std::vector<uint8_t> rest = {0, 0, 0, 0,               // reserved
+                                     1, 0, 0, 0, 0, 0, 0, 0,   // one buffer
+                                     7, 0, 0, 0, 0, 0, 0, 0,   // its id
+                                     1, 0, 0, 0, 0, 0, 0, 0,   // one element
+                                     0x00, 0x00, 0x80, 0x39};  // 2^-12
+  EXPECT_TRUE(std::equal(rest.begin(), rest.end(), blob.begin() + 12));
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i + 8 < blob.size(); ++i) h = (h ^ blob[i]) * 0x100000001b3ull;
+  uint64_t stored = 0;
+  for (int i = 0; i < 8; ++i) stored |= uint64_t(blob[blob.size() - 8 + i]) << (8 * i);
+  EXPECT_EQ(stored, h) << "FNV-1a 64 of every preceding byte, little-endian";
 }
 
 }  // namespace
