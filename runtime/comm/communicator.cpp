@@ -106,6 +106,8 @@ Communicator::~Communicator() {
     p2p_->free(r->op);
     delete r;
   }
+  live_.clear();
+  active_.clear();  // a notice arriving during the flush below must find no request to end
   // Failure notices not acknowledged yet: give them a moment, so the other ranks learn why this one
   // stopped. Then release what is still in flight.
   flush_notices(kNoticeFlushSeconds);
