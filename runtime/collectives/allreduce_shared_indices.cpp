@@ -5,6 +5,7 @@
 #include "collectives/compressed.hpp"
 #include "collectives/pipeline.hpp"
 #include "collectives/reduce.hpp"
+#include "core/bytes.hpp"
 #include "core/error.hpp"
 
 namespace gw::coll {
@@ -61,7 +62,7 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t
         values.push_back(half_to_float(uint16_t(v.data[2 * j] | v.data[2 * j + 1] << 8)));
       } else {
         float f;
-        std::memcpy(&f, v.data + 4 * j, 4);
+        bytes::get_f32s(v.data + 4 * j, &f, 1);
         values.push_back(f);
       }
     }
@@ -77,7 +78,7 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t
     unsigned char* body = summed.data + GW_WIRE_HEADER_SIZE;
     std::memcpy(body, payloads[i].data + GW_WIRE_HEADER_SIZE, kPreamble);
     body[0] = 0;  // the sums travel back as f32, whatever the encoder's value format
-    std::memcpy(body + kPreamble, values.data() + first[i], 4 * k);
+    bytes::put_f32s(body + kPreamble, values.data() + first[i], k);
     wire::Header h;
     h.codec_id = ops.codec().id();
     h.dtype = GW_DTYPE_F32;
