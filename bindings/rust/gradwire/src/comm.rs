@@ -226,6 +226,55 @@ impl Comm {
     /// a stuck collective), then frees it; `Request::wait` reports its error instead. When `f` returns (or
     /// panics), every request it did not finish — even one passed to `mem::forget` — is waited for and
     /// freed before `scope` returns, so no buffer is ever released while gradwire still uses it.
+    ///
+    /// ```no_run
+    /// # fn f(comm: &gradwire::Comm) -> gradwire::Result<()> {
+    /// let mut grads = vec![1.0f32; 1024];
+    /// let mut stats = vec![0i64; 4];
+    /// comm.scope(|s| {
+    ///     let a = s.allreduce_in_place(&mut grads, gradwire::ReduceOp::Avg)?;
+    ///     let b = s.allreduce_in_place(&mut stats, gradwire::ReduceOp::Sum)?; // both in flight
+    ///     a.wait()?;
+    ///     b.wait()
+    /// })?;
+    /// grads[0] += 1.0; // the buffers are the caller's again once the scope is over
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Touching a buffer while its operation may run does not compile:
+    ///
+    /// ```compile_fail
+    /// # fn f(comm: &gradwire::Comm) {
+    /// let mut buf = vec![1.0f32; 4];
+    /// comm.scope(|s| {
+    ///     let r = s.allreduce_in_place(&mut buf, gradwire::ReduceOp::Sum).unwrap();
+    ///     buf[0] = 2.0; // error: `buf` is borrowed by the request
+    ///     r.wait().unwrap();
+    /// });
+    /// # }
+    /// ```
+    ///
+    /// nor does handing it a buffer that dies before the scope ends:
+    ///
+    /// ```compile_fail
+    /// # fn f(comm: &gradwire::Comm) {
+    /// comm.scope(|s| {
+    ///     let mut local = vec![1.0f32; 4];
+    ///     let _r = s.allreduce_in_place(&mut local, gradwire::ReduceOp::Sum).unwrap(); // error: does not live long enough
+    /// });
+    /// # }
+    /// ```
+    ///
+    /// and two threads cannot share a `Comm` (it is `Send`, not `Sync`):
+    ///
+    /// ```compile_fail
+    /// # fn f(comm: gradwire::Comm) {
+    /// std::thread::scope(|t| {
+    ///     t.spawn(|| comm.barrier());
+    ///     comm.barrier()
+    /// });
+    /// # }
+    /// ```
     pub fn scope<'env, F, R>(&'env self, f: F) -> R
     where
         F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
