@@ -50,7 +50,7 @@ elseif case == "sync"
     A = [rnd() for _ in 1:rows, _ in 1:d]
     bvec = A * Float32[cos(0.3j) for j in 0:d-1]
     loss(w) = sum(abs2, A * w .- bvec) / rows
-    first = loss(wv)
+    loss0 = loss(wv)
     for _ in 1:60
         g .= (2 / rows) .* (A' * (A * wv .- bvec))
         flags = step!(s)
@@ -59,7 +59,7 @@ elseif case == "sync"
     st = stats(s)
     close(s)
     same_everywhere(c, wv)
-    (loss(wv) < 0.1first && st.steps == 60) || error("loss $first -> $(loss(wv))")
+    (loss(wv) < 0.1loss0 && st.steps == 60) || error("loss $loss0 -> $(loss(wv))")
 elseif case == "mismatch"
     x = zeros(Float32, r == 1 ? 5 : 4)
     e = try allreduce!(c, x); nothing catch e; e end
