@@ -86,6 +86,24 @@ func Broadcast[T Element](c *Comm, buf []T, root int) error {
 		&msg), msg)
 }
 
+// ReduceScatter: in holds Size() * len(out) elements; rank r's out is the reduction of block r.
+func ReduceScatter[T Element](c *Comm, in, out []T, op ReduceOp) error {
+	var msg *C.char
+	return call(C.go_reduce_scatter(c.raw, C.int(dtypeOf[T]()), ptr(in), C.uint64_t(len(in)), ptr(out),
+		C.uint64_t(len(out)), C.int(op), &msg), msg)
+}
+
+// Allgatherv: rank r contributes counts[r] elements (len(in) == counts[Rank()]); out holds them packed.
+func Allgatherv[T Element](c *Comm, in, out []T, counts []uint64) error {
+	if len(counts) != c.Size() {
+		return invalid("counts has %d entries but the communicator has %d ranks; give one count per rank", len(counts), c.Size())
+	}
+	var msg *C.char
+	// counts is Go memory without Go pointers, read during the call only: allowed by cgo.
+	return call(C.go_allgatherv(c.raw, C.int(dtypeOf[T]()), ptr(in), C.uint64_t(len(in)), ptr(out),
+		C.uint64_t(len(out)), (*C.uint64_t)(unsafe.Pointer(&counts[0])), &msg), msg)
+}
+
 func (c *Comm) Barrier() error {
 	var msg *C.char
 	return call(C.go_barrier(c.raw, nil, &msg), msg)

@@ -184,6 +184,25 @@ func (r *Runtime) Close() error {
 	return err
 }
 
+// ConfigDump is the effective configuration as TOML (reference: a Markdown reference of every key).
+func (r *Runtime) ConfigDump(reference bool) (string, error) {
+	format := C.int(C.GW_CONFIG_FORMAT_TOML)
+	if reference {
+		format = C.GW_CONFIG_FORMAT_REFERENCE
+	}
+	var n C.size_t
+	var msg *C.char
+	if err := call(C.go_config_dump(r.raw, format, nil, 0, &n, &msg), msg); err != nil {
+		return "", err
+	}
+	buf := (*C.char)(C.malloc(n + 1))
+	defer C.free(unsafe.Pointer(buf))
+	if err := call(C.go_config_dump(r.raw, format, buf, n+1, &n, &msg), msg); err != nil {
+		return "", err
+	}
+	return C.GoStringN(buf, C.int(n)), nil
+}
+
 // Plugin is what discovery found in one file.
 type Plugin struct {
 	Path, Name, Version string

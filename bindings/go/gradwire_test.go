@@ -39,6 +39,9 @@ func TestErrorsCarryStatusAndMessage(t *testing.T) {
 		t.Fatalf("message lost: %v", err)
 	}
 	rt := newRuntime(t, "")
+	if dump, err := rt.ConfigDump(false); err != nil || !strings.Contains(dump, "[codec]") {
+		t.Fatalf("config dump: %v", err)
+	}
 	if _, err := rt.NewCodec("int9"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("want ErrNotFound, got %v", err)
 	}
@@ -264,6 +267,37 @@ func TestRank(t *testing.T) {
 		}
 		if in[0] != int32(prev) {
 			t.Fatal("ring", in)
+		}
+		// reduce-scatter: block r of the sum lands on rank r
+		x := make([]int64, 4*c.Size())
+		for i := range x {
+			x[i] = int64(i * (c.Rank() + 1))
+		}
+		block := make([]int64, 4)
+		if err := ReduceScatter(c, x, block, Sum); err != nil {
+			t.Fatal(err)
+		}
+		k := int64(c.Size() * (c.Size() + 1) / 2)
+		for j, v := range block {
+			if v != int64(c.Rank()*4+j)*k {
+				t.Fatalf("reduce-scatter %d: %d", j, v)
+			}
+		}
+		// allgatherv: rank r sends r + 1 bytes
+		counts := []uint64{1, 2, 3}
+		mine := make([]uint8, c.Rank()+1)
+		for i := range mine {
+			mine[i] = uint8(10 + c.Rank())
+		}
+		packed := make([]uint8, 6)
+		if err := Allgatherv(c, mine, packed, counts); err != nil {
+			t.Fatal(err)
+		}
+		if string(packed) != string([]uint8{10, 11, 11, 12, 12, 12}) {
+			t.Fatal("allgatherv", packed)
+		}
+		if err := Allgatherv(c, mine, packed, counts[:2]); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatal("short counts", err)
 		}
 	case "compressed":
 		for _, name := range []string{"int8", "topk"} {

@@ -114,6 +114,19 @@ static inline gw_status go_allreduce_compressed(gw_comm* c, gw_codec* codec, uin
   if (req) return keep(gw_allreduce_compressed_start(c, codec, &x, &i, &o, (gw_reduce_op)op, req), err);
   return keep(gw_allreduce_compressed(c, codec, &x, &i, &o, (gw_reduce_op)op), err);
 }
+static inline gw_status go_reduce_scatter(gw_comm* c, int dtype, void* in, uint64_t nin, void* out, uint64_t nout,
+                                          int op, char** err) {
+  gw_tensor i = tensor(dtype, in, nin), o = tensor(dtype, out, nout);
+  return keep(gw_reduce_scatter(c, &i, &o, (gw_reduce_op)op), err);
+}
+static inline gw_status go_allgatherv(gw_comm* c, int dtype, void* in, uint64_t nin, void* out, uint64_t nout,
+                                      const uint64_t* counts, char** err) {
+  gw_tensor i = tensor(dtype, in, nin), o = tensor(dtype, out, nout);
+  return keep(gw_allgatherv(c, &i, &o, counts), err);
+}
+static inline gw_status go_config_dump(gw_runtime* r, int format, char* buf, size_t cap, size_t* len, char** err) {
+  return keep(gw_runtime_config_dump(r, (gw_config_format)format, buf, cap, len), err);
+}
 static inline gw_status go_request_test(gw_request* r, char** err) { return keep(gw_request_test(r), err); }
 static inline gw_status go_request_wait(gw_request* r, double t, char** err) { return keep(gw_request_wait(r, t), err); }
 static inline gw_status go_request_free(gw_request* r, char** err) { return keep(gw_request_free(r), err); }
