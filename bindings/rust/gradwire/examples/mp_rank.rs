@@ -106,8 +106,24 @@ fn collectives(comm: &Comm) {
         s.barrier().unwrap().wait().unwrap();
     });
     assert_eq!(inbox, [prev as f64; 5]);
-    // a receive of another size is a mismatch... only locally checked sizes are tested here; the
-    // cross-rank mismatch is its own case.
+    // Dropping an unfinished request waits for it: rank 0 drops its allreduce at once while the others
+    // join later; the communicator stays healthy and rank 0's buffer holds the result.
+    let mut v = vec![rank as f32 + 1.0; 64];
+    comm.scope(|s| {
+        if rank != 0 {
+            std::thread::sleep(std::time::Duration::from_millis(300)); // rank 0 drops before we start
+        }
+        let mut r = s.allreduce_in_place(&mut v, ReduceOp::Sum).unwrap();
+        if rank == 0 {
+            assert!(r.wait_timeout(0.0).is_ok()); // most likely still running; either answer is fine
+            drop(r);
+        } else {
+            r.wait().unwrap();
+        }
+    });
+    let total = (size * (size + 1) / 2) as f32;
+    assert!(v.iter().all(|x| *x == total), "dropped request: {:?}", &v[..4]);
+    comm.barrier().unwrap(); // the communicator was not failed by the drop
 }
 
 fn compressed(comm: &Comm, rt: &Runtime) {
