@@ -17,6 +17,7 @@ pkgs=(
   clang libclang-rt-14-dev                      # libFuzzer targets
   iproute2 iputils-ping                         # network namespaces for the one-machine cluster
   python3-torch                                 # PyTorch DDP, the peer of benchmark T1
+  cargo golang-go                               # the Rust and Go bindings (bindings/) and their tests
 )
 missing=()
 for p in "${pkgs[@]}"; do

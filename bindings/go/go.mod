@@ -1,0 +1,3 @@
+module gradwire.dev/gradwire
+
+go 1.19
