@@ -949,6 +949,5 @@ static const gw_plugin_descriptor descriptor = {
     "Example third-party transport: TCP sockets and poll()", NULL, NULL, components, 1, NULL};
 
 GW_PLUGIN_EXPORT const gw_plugin_descriptor* gw_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor) {
-  (void)host_abi_minor;
-  return host_abi_major == GW_ABI_VERSION_MAJOR ? &descriptor : NULL;
+  return gw_plugin_abi_compatible(host_abi_major, host_abi_minor) ? &descriptor : NULL;
 }
