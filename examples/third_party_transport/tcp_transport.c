@@ -672,7 +672,14 @@ static void tcp_destroy(void* transport) {
       }
       q = next;
     }
-    if (p->fd >= 0) close(p->fd);
+    if (p->fd >= 0) {
+      /* Closing a socket with unread bytes makes the kernel reset the connection and drop what this
+       * rank sent but the peer has not read yet; read and drop what is pending first. */
+      ssize_t n;
+      while ((n = recv(p->fd, t->discard, sizeof t->discard, 0)) > 0) {
+      }
+      close(p->fd);
+    }
     free_unexpected(p);
   }
   for (i = 0; i < t->pending_count; ++i) close(t->pending_fds[i]);

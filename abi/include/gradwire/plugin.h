@@ -137,8 +137,8 @@ typedef struct gw_transport_init {
   uint32_t struct_size;
   uint32_t rank;
   uint32_t world_size;
-  uint32_t local_rank;
-  uint32_t local_size;
+  uint32_t local_rank; /* this rank's index among the ranks of its host, from the launcher (0 when unknown) */
+  uint32_t local_size; /* 1 in this version: the ranks per host are known only after the address exchange */
   double timeout_s; /* how long a peer may stay silent before its requests fail */
 } gw_transport_init;
 
