@@ -171,6 +171,11 @@ static void complete(gw_transport_request* r, gw_status status, const char* why)
 static void peer_lost(tcp* t, peer* p, const char* what) {
   char why[320];
   gw_transport_request* r;
+#ifdef GW_TCP_BREAK_DEAD_PEER
+  const gw_status lost = GW_OK; /* pretends what involved the dead peer completed */
+#else
+  const gw_status lost = GW_ERR_TRANSPORT;
+#endif
   if (p->dead) return;
   p->dead = 1;
   snprintf(p->why, sizeof p->why, "%s", what);
@@ -180,21 +185,21 @@ static void peer_lost(tcp* t, peer* p, const char* what) {
   p->fd = -1;
   while ((r = p->send_head) != NULL) {
     p->send_head = r->next;
-    complete(r, GW_ERR_TRANSPORT, why);
+    complete(r, lost, why);
   }
   p->send_tail = NULL;
   while ((r = p->posted_head) != NULL) {
     p->posted_head = r->next;
-    complete(r, GW_ERR_TRANSPORT, why);
+    complete(r, lost, why);
   }
   p->posted_tail = NULL;
-  if (p->in_req != NULL) complete(p->in_req, GW_ERR_TRANSPORT, why);
+  if (p->in_req != NULL) complete(p->in_req, lost, why);
   p->in_req = NULL;
   if (p->in_unexpected != NULL) { /* half arrived: it never will be whole */
     unexpected* u = p->in_unexpected;
     unexpected** link = &p->unexpected_head;
     unexpected* prev = NULL;
-    if (u->waiter != NULL) complete(u->waiter, GW_ERR_TRANSPORT, why);
+    if (u->waiter != NULL) complete(u->waiter, lost, why);
     while (*link != u) {
       prev = *link;
       link = &(*link)->next;
@@ -363,10 +368,6 @@ static void read_peer(tcp* t, peer* p) {
       continue;
     }
     if (n == 0) {
-#ifdef GW_TCP_BREAK_DEAD_PEER
-      p->dead = 1; /* forgets the peer without failing what involves it */
-      return;
-#endif
       peer_lost(t, p, "connection closed by the peer");
       return;
     }
