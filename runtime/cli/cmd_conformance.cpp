@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -217,8 +218,12 @@ bool recv_frame(int fd, char& type, std::string& body) {
 
 }  // namespace
 
-bool RankLink::allgather(const std::string& mine, std::vector<std::string>& out) {
+bool RankLink::allgather(const std::string& mine, std::vector<std::string>& out, const std::function<void()>& tick) {
   if (!send_frame(fd_, kGather, mine)) return false;
+  if (tick) {
+    pollfd p{fd_, POLLIN, 0};
+    while (poll(&p, 1, 1) == 0) tick();
+  }
   char type = 0;
   std::string body;
   if (!recv_frame(fd_, type, body) || type != kGathered) return false;
@@ -234,13 +239,17 @@ bool RankLink::allgather(const std::string& mine, std::vector<std::string>& out)
   return out.size() == size_;
 }
 
-bool RankLink::sync() {
+bool RankLink::sync(const std::function<void()>& tick) {
   std::vector<std::string> ignored;
-  return allgather("", ignored);
+  return allgather("", ignored, tick);
 }
 
 void RankLink::report(const std::string& name, bool passed, const std::string& detail) {
   send_frame(fd_, kReport, std::string(passed ? "1" : "0") + name + '\0' + detail);
+}
+
+void RankLink::skip(const std::string& name, const std::string& why) {
+  send_frame(fd_, kReport, std::string("2") + name + '\0' + why);
 }
 
 void RankLink::die() {
@@ -298,7 +307,13 @@ std::vector<Check> run_group(const std::string& group, uint32_t ranks, double de
     children[r].fd = sv[0];
   }
 
-  std::map<std::string, Check> merged;
+  // Per check: the ranks' reports; the same detail from several ranks is written once.
+  struct Reports {
+    uint32_t failed = 0, skipped = 0, total = 0;
+    std::vector<std::pair<std::string, std::vector<uint32_t>>> details;  // detail -> ranks (failures first)
+    std::string pass_detail;
+  };
+  std::map<std::string, Reports> merged;
   std::vector<std::string> order;
   std::string process_problems;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
@@ -338,18 +353,22 @@ std::vector<Check> run_group(const std::string& group, uint32_t ranks, double de
         continue;
       }
       if (type == kReport && !frame.empty()) {
-        const bool passed = frame[0] == '1';
+        const char verdict = frame[0];  // '1' passed, '0' failed, '2' not run
         const size_t nul = frame.find('\0');
         const std::string name = frame.substr(1, nul - 1);
         const std::string detail = nul == std::string::npos ? "" : frame.substr(nul + 1);
-        auto [it, fresh] = merged.try_emplace(name, Check{name, true, false, ""});
+        auto [it, fresh] = merged.try_emplace(name);
         if (fresh) order.push_back(name);
-        if (!passed) {
-          it->second.passed = false;
-          it->second.detail += (it->second.detail.empty() ? "" : "; ") + std::string("rank ") +
-                               std::to_string(which[i]) + ": " + detail;
-        } else if (!detail.empty() && it->second.passed && it->second.detail.empty()) {
-          it->second.detail = detail;
+        Reports& rep = it->second;
+        rep.total++;
+        if (verdict == '1') {
+          if (rep.pass_detail.empty()) rep.pass_detail = detail;
+        } else {
+          rep.failed += verdict == '0';
+          rep.skipped += verdict == '2';
+          auto d = std::find_if(rep.details.begin(), rep.details.end(), [&](auto& e) { return e.first == detail; });
+          if (d == rep.details.end()) rep.details.push_back({detail, {which[i]}});
+          else d->second.push_back(which[i]);
         }
       } else if (type == kKill) {
         c.kill_asked = true;
@@ -394,7 +413,19 @@ std::vector<Check> run_group(const std::string& group, uint32_t ranks, double de
                           std::to_string(WEXITSTATUS(c.wait_status)) + "; ";
   }
   std::vector<Check> out;
-  for (const auto& name : order) out.push_back(merged[name]);
+  for (const auto& name : order) {
+    const Reports& rep = merged[name];
+    Check c{name, rep.failed == 0 && rep.skipped == 0, rep.failed == 0 && rep.skipped > 0, rep.pass_detail};
+    if (!c.passed) {
+      c.detail.clear();
+      for (const auto& [detail, by] : rep.details) {
+        std::string who = by.size() == 1 ? "rank " : "ranks ";
+        for (size_t k = 0; k < by.size(); ++k) who += (k ? ", " : "") + std::to_string(by[k]);
+        c.detail += (c.detail.empty() ? "" : "; ") + who + ": " + detail;
+      }
+    }
+    out.push_back(c);
+  }
   if (!process_problems.empty())
     out.push_back({group + ".processes", false, false, process_problems.substr(0, process_problems.size() - 2)});
   return out;
@@ -438,6 +469,7 @@ void add_conformance_command(CLI::App& app, int& exit_code) {
     double timeout_s = 20;
     uint32_t ranks = 3;
     std::string only;
+    bool strict = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -450,12 +482,16 @@ void add_conformance_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--ranks", args->ranks, "Processes for the point-to-point checks (2-4, default 3)")
       ->check(CLI::Range(2, 4));
   cmd->add_option("--component", args->only, "Check only the component of this name");
+  cmd->add_flag("--require-failure-detection", args->strict,
+                "A transport must report a killed peer with GW_ERR_TRANSPORT (by default a peer it cannot detect "
+                "passes with a note: the runtime's timeout reports it)");
   cmd->callback([args, &exit_code] {
     using namespace conformance;
     Options o;
     o.plugin_path = std::filesystem::absolute(args->plugin).string();
     o.timeout_s = args->timeout_s;
     o.ranks = args->ranks;
+    o.require_failure_detection = args->strict;
     std::vector<Check> checks;
     Plugin plugin;
     std::string plugin_name = "?";

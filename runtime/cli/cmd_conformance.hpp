@@ -27,6 +27,7 @@ struct Options {
   std::string plugin_path;  // absolute
   double timeout_s = 20;    // bounds every wait of one check
   uint32_t ranks = 3;       // point-to-point checks
+  bool require_failure_detection = false;  // a killed peer left undetected fails instead of passing with a note
 };
 
 // The loaded plugin file, and a minimal gw_host: set_error kept per thread, log to stderr at warnings,
@@ -59,11 +60,15 @@ class RankLink {
   uint32_t rank() const { return rank_; }
   uint32_t size() const { return size_; }
   // Every live rank's `mine`, in rank order; false when a rank is gone or the parent gave up.
-  bool allgather(const std::string& mine, std::vector<std::string>& out);
+  // While it waits, `tick` (when given) runs every millisecond: a transport whose connections need both
+  // sides' progress (UCX's wire-up) keeps moving.
+  bool allgather(const std::string& mine, std::vector<std::string>& out, const std::function<void()>& tick = {});
   // A synchronization point: allgather of nothing.
-  bool sync();
+  bool sync(const std::function<void()>& tick = {});
   // Reports one check of this rank; the parent merges the ranks' reports by name.
   void report(const std::string& name, bool passed, const std::string& detail);
+  // Reports a check this rank did not run (an earlier one failed), with the reason.
+  void skip(const std::string& name, const std::string& why);
   // Asks the parent to SIGKILL this process, and waits for it.
   [[noreturn]] void die();
 
