@@ -299,12 +299,16 @@ void unit_checks(Plugin& plugin, const gw_component& comp, RankLink& link) {
                           {"a body 64 bytes long", a.size() + 64, n, &extended},
                           {"a body decoded into one element more", a.size(), n + 1, &a},
                           {"a body decoded into one element less", a.size(), n - 1, &a}};
-    // A sparse or shared-index body can be valid for another element count (its indices still fit):
-    // for those codecs the wrong count must only be survived, like the bit flips below.
+    // Another element count must be refused when the body cannot be that count's: a dense codec whose
+    // bound for it differs from the body's length. A sparse or shared-index body, or one whose length
+    // rounds (one bit per element), can be valid for another count: that case must only be survived.
     const bool count_in_body = !(k.props.flags & (GW_CODEC_SPARSE | GW_CODEC_SHARED_INDICES));
     for (const Case& c : cases) {
       const gw_status s = k.decode(d0, c.count, *c.body, c.size, out.data(), 0);
-      if (c.count != n && !count_in_body) continue;
+      uint64_t other = 0, ws = 0;
+      if (c.count != n && (!count_in_body || k.v->max_encoded_size(k.c, d0, c.count, &other, &ws) != GW_OK ||
+                           other == a.size()))
+        continue;
       if (!refused(s)) {
         why = std::string(c.what) + " was answered with " + gw_status_string(s) +
               "; the contract says GW_ERR_CORRUPT (or GW_ERR_MISMATCH)";

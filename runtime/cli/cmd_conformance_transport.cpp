@@ -727,10 +727,11 @@ std::vector<Check> check_transport(Plugin& plugin, const gw_component& c, const 
       // Every rank learns whether every rank passed; after a failure stray messages could confuse the
       // next checks, so they are not run.
       std::vector<std::string> verdicts;
-      if (!link.allgather(why.empty() ? "1" : "0", verdicts)) return;
+      // (progressing meanwhile: a peer's send may complete only when this rank acknowledges it)
+      if (!link.allgather(why.empty() ? "1" : "0", verdicts, [&] { raw.v->progress(raw.t); })) return;
       for (auto& verdict : verdicts) stopped = stopped || verdict != "1";
     }
-    link.sync();  // nobody closes while another still tests
+    link.sync([&] { raw.v->progress(raw.t); });  // nobody closes while another still tests
     raw.v->destroy(raw.t);
     plugin.fini();
   });
