@@ -611,6 +611,22 @@ std::string runtime_checks(const std::string& plugin_path, const std::string& na
     }
     if ((st = gw_barrier(comm)) != GW_OK) return fail("barrier");
     {
+      // Rule 7: no message to oneself reaches a transport; the runtime refuses it.
+      unsigned char byte = 0;
+      gw_tensor t = GW_TENSOR_INIT;
+      t.dtype = GW_DTYPE_U8;
+      t.data = &byte;
+      t.count = 1;
+      gw_request* r = nullptr;
+      st = gw_send_start(comm, &t, me, 1, &r);
+      if (r) gw_request_free(r);
+      if (st != GW_ERR_INVALID_ARGUMENT) {
+        error = std::string("gw_send_start to the calling rank returned ") + gw_status_string(st) +
+                "; the runtime must refuse it before it reaches the transport";
+        return false;
+      }
+    }
+    {
       // The widest user tag, 1 MiB around the ring.
       std::vector<unsigned char> out(kMiB), in(kMiB);
       fill(out, me, (me + 1) % n, 900);
