@@ -6,8 +6,8 @@
 set -uo pipefail
 cli=$1 plugin=$2 want=$3
 shift 3
-# GW_CONFORMANCE_ARGS: more options (e.g. --require-failure-detection), set by the test.
-out=$("$cli" conformance --timeout 8 ${GW_CONFORMANCE_ARGS:-} "$plugin" 2>&1)
+# --timeout 15: room for a loaded machine (a transport that hangs still fails). GW_CONFORMANCE_ARGS: more options (e.g. --require-failure-detection), set by the test.
+out=$("$cli" conformance --timeout 15 ${GW_CONFORMANCE_ARGS:-} "$plugin" 2>&1)
 status=$?
 echo "$out"
 if [ "$want" = pass ]; then
