@@ -290,6 +290,9 @@ GW_API gw_status gw_send_start(gw_comm* comm, const gw_tensor* buf, uint32_t pee
     gw::require(request, "request (output)");
     const gw_tensor& b = checked(buf, "buf", false);
     if (peer >= c.size()) gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is not a rank");
+    if (peer == c.rank())
+      gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is this rank; transports carry messages "
+                                        "between ranks only (copy the buffer instead)");
     *request = c.start_send(peer, tag, b.data, bytes_of(b));
     return GW_OK;
   });
@@ -305,6 +308,9 @@ GW_API gw_status gw_recv_start(gw_comm* comm, gw_tensor* buf, uint32_t peer, uin
     gw::require(request, "request (output)");
     const gw_tensor& b = checked(buf, "buf", false);
     if (peer >= c.size()) gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is not a rank");
+    if (peer == c.rank())
+      gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is this rank; transports carry messages "
+                                        "between ranks only (copy the buffer instead)");
     *request = c.start_recv(peer, tag, b.data, bytes_of(b));
     return GW_OK;
   });

@@ -1,4 +1,5 @@
 // `gradwire bench [--suite P1,P4] [--json]`: every figure a ratio against a peer measured in the same run.
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <set>
@@ -47,7 +48,14 @@ int run(const BenchArgs& args) {
     std::cout << std::left << std::setw(4) << "id" << std::setw(34) << "case" << std::right << std::setw(12) << "ours"
               << std::setw(12) << "peer" << "  " << std::left << std::setw(8) << "unit" << std::setw(16) << "peer name"
               << std::right << std::setw(8) << "ratio" << "\n";
-  const bench::Emit emit = [&](const bench::Result& r) {
+  // --transport: every rank this run starts (forked, or through `gradwire run`) inherits the choice.
+  if (!args.options.transport.empty()) setenv("GRADWIRE_TRANSPORT_INTER", args.options.transport.c_str(), 1);
+  const bench::Emit emit = [&](const bench::Result& given) {
+    bench::Result r = given;
+    if (!args.options.transport.empty()) {
+      r.case_name = args.options.transport + " " + r.case_name;
+      r.extra["transport"] = args.options.transport;
+    }
     if (args.json) {
       nlohmann::json j = {{"suite", r.suite}, {"case", r.case_name}, {"ours", r.ours},  {"peer", r.peer},
                           {"unit", r.unit},   {"ratio", r.ratio},    {"peer_name", r.peer_name}};
@@ -75,6 +83,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--quick", args->options.quick, "Small sizes: a smoke run");
   cmd->add_option("--config", args->options.config, "TOML file for the runtime");
   cmd->add_option("--link", args->options.link, "Place ranks behind emulated links of this rate (e.g. 1gbit)");
+  cmd->add_option("--transport", args->options.transport,
+                  "Transport plugin the ranks use ([transport] inter, e.g. tcp_example); default: the configuration's");
   cmd->callback([&exit_code, args] { exit_code = run(*args); });
 }
 

@@ -35,5 +35,6 @@ void add_config_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
+void add_conformance_command(CLI::App& app, int& exit_code);
 
 }  // namespace gwcli

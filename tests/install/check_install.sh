@@ -23,6 +23,16 @@ echo "$out"
 grep -q "^minmax8 1.0.0  (ABI 1.0)" <<< "$out" || { echo "FAIL: minmax8 not listed"; exit 1; }
 grep -q "^none 1.0.0" <<< "$out" || { echo "FAIL: none not listed from the installed plugin folder"; exit 1; }
 
+# The example transport, against the installed package only; the installed `gradwire conformance`
+# passes it (a transport author's own CI does exactly this).
+cmake -S "$src/examples/third_party_transport" -B "$work/transport" -DCMAKE_PREFIX_PATH="$prefix" > "$work/transport.log"
+cmake --build "$work/transport" >> "$work/transport.log"
+out=$(GRADWIRE_PLUGIN_PATH="$work/transport" "$prefix/bin/gradwire" plugins)
+grep -q "^tcp_example 1.0.0  (ABI 1.0)" <<< "$out" || { echo "$out"; echo "FAIL: tcp_example not listed"; exit 1; }
+"$prefix/bin/gradwire" conformance --timeout 10 "$work/transport/libgw-tcp-example.so" > "$work/conformance.log" 2>&1 ||
+  { cat "$work/conformance.log"; echo "FAIL: the out-of-tree transport does not pass conformance"; exit 1; }
+tail -1 "$work/conformance.log"
+
 # A C client through pkg-config, round-tripping the example codec.
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 cc -std=c99 -Wall -Werror $(pkg-config --cflags gradwire) "$src/tests/abi/c_client.c" -o "$work/c_client" \
@@ -34,4 +44,4 @@ if GRADWIRE_PLUGIN_PATH="$work/example" "$prefix/bin/gradwire" config check "$wo
   echo "FAIL: a misspelt plugin key passed config check"; exit 1
 fi
 grep -q "unknown key 'blok' in \[codec.minmax8\]; did you mean 'block'?" "$work/typo.err" || { cat "$work/typo.err"; exit 1; }
-echo "ok: installed package, out-of-tree plugin, pkg-config client"
+echo "ok: installed package, out-of-tree codec and transport, pkg-config client"

@@ -12,7 +12,8 @@
  * object a plugin created is alive. Strings in the descriptor must stay valid while the library is
  * loaded (string literals are the usual choice).
  *
- * The guide that explains this file with a working example: docs/plugin-guide.md.
+ * The guides that explain this file with working examples: docs/plugin-guide.md (codecs, the basics)
+ * and docs/transport-guide.md (the transport contract, and the shorter schedule contract).
  */
 #ifndef GRADWIRE_PLUGIN_H
 #define GRADWIRE_PLUGIN_H
@@ -79,8 +80,8 @@ typedef struct gw_host {
   gw_status (*config_get_float)(const gw_config* config, const char* key, double* out);
   gw_status (*config_get_string)(const gw_config* config, const char* key, const char** out);
 
-  /* Host extensions by string id ("gw.host.cuda/1", ...); NULL when the host has none by that id.
-   * thread: any. */
+  /* Reserved for optional host services by string id in later minor versions. This version offers
+   * none: it returns NULL for every id. thread: any. */
   const void* (*get_extension)(void* ctx, const char* id);
 } gw_host;
 
@@ -121,7 +122,7 @@ typedef struct gw_codec_vtable {
   gw_status (*decode)(void* codec, const gw_codec_context* ctx, const void* body, uint64_t body_size,
                       gw_tensor* out, uint32_t flags);
 
-  /* Optional: extensions by string id, NULL when absent. thread: any. */
+  /* Reserved; this version of the host never calls it. Set NULL. */
   const void* (*get_extension)(void* codec, const char* id);
 } gw_codec_vtable;
 
@@ -136,8 +137,8 @@ typedef struct gw_transport_init {
   uint32_t struct_size;
   uint32_t rank;
   uint32_t world_size;
-  uint32_t local_rank;
-  uint32_t local_size;
+  uint32_t local_rank; /* this rank's index among the ranks of its host, from the launcher (0 when unknown) */
+  uint32_t local_size; /* 1 in this version: the ranks per host are known only after the address exchange */
   double timeout_s; /* how long a peer may stay silent before its requests fail */
 } gw_transport_init;
 
@@ -189,7 +190,7 @@ typedef struct gw_transport_vtable {
   gw_status (*reduce_scatter_start)(void* transport, const gw_tensor* in, gw_tensor* out,
                                     gw_reduce_op op, gw_transport_request** request);
 
-  /* Optional: extensions by string id. thread: any. */
+  /* Reserved; this version of the host never calls it. Set NULL. */
   const void* (*get_extension)(void* transport, const char* id);
 } gw_transport_vtable;
 
@@ -241,7 +242,7 @@ typedef struct gw_schedule_vtable {
   /* Restores what save_state wrote; GW_ERR_CORRUPT for anything else. */
   gw_status (*load_state)(void* schedule, const void* buf, uint64_t size);
 
-  /* Optional: extensions by string id. thread: any. */
+  /* Reserved; this version of the host never calls it. Set NULL. */
   const void* (*get_extension)(void* schedule, const char* id);
 } gw_schedule_vtable;
 
@@ -286,7 +287,7 @@ typedef struct gw_plugin_descriptor {
   const gw_component* components;
   uint32_t num_components;
 
-  /* Optional: plugin-wide extensions by string id. thread: any. */
+  /* Reserved; this version of the host never calls it. Set NULL. */
   const void* (*get_extension)(void* plugin_state, const char* id);
 } gw_plugin_descriptor;
 
@@ -299,6 +300,14 @@ typedef struct gw_plugin_descriptor {
  * thread: init only. */
 #define GW_PLUGIN_ENTRY_NAME "gw_plugin_entry"
 typedef const gw_plugin_descriptor* (*gw_plugin_entry_fn)(uint32_t host_abi_major, uint32_t host_abi_minor);
+
+/* The check every gw_plugin_entry makes: nonzero when a host of ABI (host_abi_major, host_abi_minor)
+ * can load a plugin built against these headers (same major; a plugin that uses members added in a later
+ * minor checks their struct_size). */
+static inline int gw_plugin_abi_compatible(uint32_t host_abi_major, uint32_t host_abi_minor) {
+  (void)host_abi_minor;
+  return host_abi_major == GW_ABI_VERSION_MAJOR;
+}
 
 #if defined(__cplusplus)
 #define GW_PLUGIN_EXPORT extern "C" GW_EXPORT

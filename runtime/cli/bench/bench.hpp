@@ -16,6 +16,7 @@ struct Options {
   bool quick = false;     // smaller sizes, for a smoke run in the tests
   std::string config;     // TOML file handed to gw_runtime_create, or empty
   std::string link;       // "1gbit", ...: place ranks in the emulated cluster (when supported)
+  std::string transport;  // [transport] inter for every rank, or empty: the configuration's
 };
 
 struct Result {
