@@ -17,13 +17,15 @@ gw_tensor f32(float* data, size_t count) {
 
 }  // namespace
 
-CommExchange::CommExchange(gw_runtime* runtime) : runtime_(runtime) {
+CommExchange::CommExchange(gw_runtime* runtime, bool eval_comm) : runtime_(runtime) {
   gw_comm_options options = GW_COMM_OPTIONS_INIT;
   check(gw_comm_create(runtime, &options, &comm_), "cannot join the other ranks (gw_comm_create)");
+  if (eval_comm) check(gw_comm_create(runtime, &options, &eval_comm_), "the evaluation communicator (gw_comm_create)");
 }
 
 CommExchange::~CommExchange() {
   if (sync_) gw_sync_destroy(sync_);
+  if (eval_comm_) gw_comm_destroy(eval_comm_);
   gw_comm_destroy(comm_);
 }
 
@@ -81,7 +83,7 @@ void CommExchange::sum(std::span<double> values) {
   t.dtype = GW_DTYPE_F64;
   t.data = values.data();
   t.count = values.size();
-  check(gw_allreduce(comm_, &t, &t, GW_REDUCE_SUM), "evaluation allreduce");
+  check(gw_allreduce(eval_comm_ ? eval_comm_ : comm_, &t, &t, GW_REDUCE_SUM), "evaluation allreduce");
 }
 
 }  // namespace gwtrain
