@@ -255,12 +255,13 @@ void run_worker(const Options& o) {
     }
     const gwtrain::TrainResult r = gwtrain::train(data, options, exchange, on_point);
     gw_sync_stats st = GW_SYNC_STATS_INIT;
+    json ps_info;
     if (comm_exchange) st = comm_exchange->stats();
     if (ps_exchange) {
       const gw_ps_stats ps = ps_exchange->stats();
       st.wire_bytes = ps.wire_bytes;
       st.syncs = ps.pushes;
-      result["ps"] = {{"servers", config.ps_servers}, {"mode", config.ps_mode == GW_PS_ASYNC ? "async" : "sync"},
+      ps_info = {{"servers", config.ps_servers}, {"mode", config.ps_mode == GW_PS_ASYNC ? "async" : "sync"},
                       {"staleness", o.staleness}, {"pushes", ps.pushes}, {"dropped", ps.dropped},
                       {"version", ps.version}};
     }
@@ -271,7 +272,6 @@ void run_worker(const Options& o) {
       curve.push_back({{"step", p.step}, {"epoch", p.epoch}, {"seconds", p.seconds}, {"bytes", p.bytes},
                        {"raw_bytes", p.raw_bytes}, {"train_loss", p.train_loss}, {"test_loss", p.test_loss},
                        {"test_accuracy", p.test_accuracy}});
-    const json ps_info = result.value("ps", json());
     result = {{"configuration", o.worker}, {"ranks", exchange.size()}, {"epochs", o.epochs}, {"batch", o.batch},
               {"lr", options.lr}, {"seed", o.seed}, {"hidden", o.hidden}, {"curve", curve},
               {"link", link ? link : "loopback"},

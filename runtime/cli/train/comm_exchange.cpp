@@ -1,5 +1,7 @@
 #include "comm_exchange.hpp"
 
+#include <cstdlib>
+
 namespace gwtrain {
 namespace {
 
@@ -20,7 +22,13 @@ gw_tensor f32(float* data, size_t count) {
 CommExchange::CommExchange(gw_runtime* runtime, bool eval_comm) : runtime_(runtime) {
   gw_comm_options options = GW_COMM_OPTIONS_INIT;
   check(gw_comm_create(runtime, &options, &comm_), "cannot join the other ranks (gw_comm_create)");
-  if (eval_comm) check(gw_comm_create(runtime, &options, &eval_comm_), "the evaluation communicator (gw_comm_create)");
+  if (eval_comm) {
+    // Its rendezvous needs a port of its own: the launcher's root port + 1.
+    const char* port = std::getenv("GW_ROOT_PORT");
+    if (port == nullptr) port = std::getenv("MASTER_PORT");
+    if (port != nullptr) options.root_port = std::atoll(port) + 1;
+    check(gw_comm_create(runtime, &options, &eval_comm_), "the evaluation communicator (gw_comm_create)");
+  }
 }
 
 CommExchange::~CommExchange() {
