@@ -401,7 +401,11 @@ void ParameterServer::reply(uint32_t worker, bool dropped) {
 
 void ParameterServer::serve() {
   if (!is_server()) fail(GW_ERR_STATE, "gw_ps_serve on worker " + rank_text(rank_) + "; workers call gw_ps_push_pull");
+  // Asynchronous: a push is 1/W of a round. The momentum decays per push as m^(1/W), so it spans as many
+  // rounds as in synchronous mode, and the step is lr / W: W pushes then move the parameters as far as
+  // one synchronous step (v tends to g / (1 - m) in both).
   const float scale_async = 1.0f / float(workers());
+  const float momentum_async = std::pow(momentum_, scale_async);
   std::vector<float> sum(mine_.count(), 0.0f), g;
   float round_lr = 0;
   uint32_t arrived = 0;
@@ -512,7 +516,7 @@ void ParameterServer::serve() {
           ++stats_.dropped;
           reply(w, true);
         } else {
-          apply(g, scale_async, h.lr, momentum_);
+          apply(g, scale_async, h.lr * scale_async, momentum_async);
           ++version_;
           ++stats_.pushes;
           reply(w, false);
