@@ -28,6 +28,7 @@
 #include "commands.hpp"
 #include "train/comm_exchange.hpp"
 #include "train/plot.hpp"
+#include "train/ps_exchange.hpp"
 #include "train/trainer.hpp"
 
 namespace gwcli {
@@ -45,14 +46,19 @@ constexpr double kTargetAccuracy = 0.85;  // time-to-accuracy threshold of bench
 // user's file — transport, buckets, codec parameters it does not set — stays). Each names its codec,
 // error feedback and schedule, so a configuration means the same whatever the user's file says.
 //
-// lr_scale multiplies --lr for that configuration: one-bit gradients with SGD momentum 0.9 diverge at the
-// default 0.05 (measured: test accuracy 0.32 after 5 epochs, the loss above ln 10 from the first quarter
-// epoch); at 0.2 x (0.01) they train to about 0.87.
+// lr_scale multiplies --lr for that configuration. momentum_in_sync moves the optimizer's momentum into
+// the synchronizer ([codec] momentum = --momentum, the trainer's SGD without momentum): the codec then
+// compresses the velocity, not the gradient (one bit at the default recipe needs it: with the momentum
+// after the codec it diverged at lr 0.05 and needed 0.2 x lr; keeping the tensors of up to 16 KiB in f32
+// brings it from 1.9 to 0.4 points under uncompressed, docs/train.md).
 struct Configuration {
   const char* name;
   const char* help;
   const char* overlay;
   float lr_scale = 1.0f;
+  bool momentum_in_sync = false;
+  uint32_t ps_servers = 0;  // > 0: a parameter server (docs/ps.md) with this many extra server ranks
+  gw_ps_mode ps_mode = GW_PS_SYNC;
 };
 constexpr Configuration kConfigurations[] = {
     {"none", "uncompressed fp32 gradients, averaged every step",
@@ -63,11 +69,27 @@ constexpr Configuration kConfigurations[] = {
      "[codec]\nname = \"int8\"\nerror_feedback = false\n[schedule]\nname = \"every_step\"\n"},
     {"topk-ef", "top-k 1 % of the gradient with error feedback",
      "[codec]\nname = \"topk\"\nerror_feedback = true\n[codec.topk]\nratio = 0.01\n[schedule]\nname = \"every_step\"\n"},
-    {"onebit-ef", "one bit per gradient (sign, scale per block) with error feedback, at 0.2 x --lr",
-     "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n", 0.2f},
+    {"onebit-ef", "one bit per element (sign, scale per block) with error feedback, compressed after momentum; "
+                  "tensors under 16 KiB uncompressed",
+     "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n"
+     "[[rules]]\nmatch = \"*\"\nmax_bytes = 16384\ncodec = \"none\"\n", 1.0f, true},
     {"local-sgd", "local SGD: uncompressed parameters averaged every 8 steps, none in between",
      "[codec]\nname = \"none\"\nerror_feedback = false\n[schedule]\nname = \"local_sgd\"\n"
      "[schedule.local_sgd]\nperiod = 8\n"},
+    {"local-sgd-int8", "local SGD every 8 steps, the parameter differences as int8 with error feedback",
+     "[codec]\nname = \"int8\"\nerror_feedback = true\n[schedule]\nname = \"local_sgd\"\n"
+     "[schedule.local_sgd]\nperiod = 8\n"},
+    {"local-sgd-onebit", "local SGD every 8 steps, the parameter differences as one bit with error feedback",
+     "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"local_sgd\"\n"
+     "[schedule.local_sgd]\nperiod = 8\n"},
+    {"onebit-ef-lr02", "one bit with error feedback, momentum after the codec, at 0.2 x --lr",
+     "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n", 0.2f},
+    {"async", "the async schedule (staleness 1): each step applies the average of the step before",
+     "[codec]\nname = \"none\"\nerror_feedback = false\n[schedule]\nname = \"async\"\n"},
+    {"ps-sync", "parameter server, synchronous: --ranks workers plus one server rank, fp32 pushes",
+     "[codec]\nname = \"none\"\nerror_feedback = false\n", 1.0f, false, 1, GW_PS_SYNC},
+    {"ps-async", "parameter server, asynchronous (staleness bound --staleness): --ranks workers plus one server",
+     "[codec]\nname = \"none\"\nerror_feedback = false\n", 1.0f, false, 1, GW_PS_ASYNC},
 };
 constexpr const char* kDefaultConfigurations = "none,fp16,int8,topk-ef,onebit-ef,local-sgd";
 
@@ -88,6 +110,9 @@ struct Options {
   uint32_t train_images = 0;
   uint32_t test_images = 0;
   std::string worker;  // set in the ranks the launcher starts
+  int slow_rank = -1;  // a straggler (benchmark T3)
+  float slow_factor = 3.0f;
+  uint32_t staleness = 16;  // ps-async
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -136,6 +161,8 @@ gwtrain::TrainOptions train_options(const Options& o) {
   t.evals_per_epoch = o.evals_per_epoch;
   t.train_limit = o.train_images;
   t.test_limit = o.test_images;
+  t.slow_rank = o.slow_rank;
+  t.slow_factor = o.slow_factor;
   return t;
 }
 
@@ -166,12 +193,14 @@ void merge(toml::table& base, const toml::table& overlay) {
   }
 }
 
-// The user's TOML file (if any) with the configuration's overlay merged over it, as TOML text.
-std::string configuration_toml(const std::string& user_file, const Configuration& c) {
+// The user's TOML file (if any) with the configuration's overlay merged over it, as TOML text, and
+// [codec] momentum = `momentum` with momentum_in_sync, else 0.
+std::string configuration_toml(const std::string& user_file, const Configuration& c, float momentum) {
   toml::table merged;
   try {
     if (!user_file.empty()) merged = toml::parse_file(user_file);
     merge(merged, toml::parse(c.overlay));
+    merged["codec"].as_table()->insert_or_assign("momentum", c.momentum_in_sync ? double(momentum) : 0.0);
   } catch (const toml::parse_error& e) {
     throw Failure(GW_ERR_CONFIG, "train: cannot read " + (user_file.empty() ? std::string("the overlay") : user_file) +
                                      ": " + std::string(e.description()));
@@ -195,14 +224,27 @@ void run_worker(const Options& o) {
   const Configuration& config = find_configuration(o.worker);
   const auto wall_start = std::chrono::steady_clock::now();
   const gwtrain::Dataset data = load_data(o.data);
-  const std::string toml_text = configuration_toml(o.config_file, config);
+  const std::string toml_text = configuration_toml(o.config_file, config, o.momentum);
   RuntimePtr runtime = open_runtime_text(toml_text);
   json result;
   try {
-    gwtrain::CommExchange exchange(runtime.get());
-    const bool leader = exchange.rank() == 0;
+    std::unique_ptr<gwtrain::CommExchange> comm_exchange;
+    std::unique_ptr<gwtrain::PsExchange> ps_exchange;
+    if (config.ps_servers > 0) {
+      gw_ps_options po = GW_PS_OPTIONS_INIT;
+      po.servers = config.ps_servers;
+      po.mode = config.ps_mode;
+      po.staleness = o.staleness;
+      po.momentum = o.momentum;
+      ps_exchange = std::make_unique<gwtrain::PsExchange>(runtime.get(), po);
+    } else {
+      comm_exchange = std::make_unique<gwtrain::CommExchange>(runtime.get(), o.worker == "async");
+    }
+    gwtrain::Exchange& exchange = comm_exchange ? static_cast<gwtrain::Exchange&>(*comm_exchange) : *ps_exchange;
+    const bool leader = exchange.rank() == 0 && exchange.trains();
     gwtrain::TrainOptions options = train_options(o);
     options.lr *= config.lr_scale;
+    if (config.momentum_in_sync) options.momentum = 0.0f;  // the synchronizer's velocity is what arrives
     const auto on_point = [&](const gwtrain::CurvePoint& p) {
       if (!leader) return;
       std::printf("%-10s epoch %5.2f  step %6llu  loss %.4f  test acc %.4f  sent %10s  %7.1f s\n", o.worker.c_str(),
@@ -215,7 +257,17 @@ void run_worker(const Options& o) {
       std::fflush(stdout);
     }
     const gwtrain::TrainResult r = gwtrain::train(data, options, exchange, on_point);
-    const gw_sync_stats st = exchange.stats();
+    gw_sync_stats st = GW_SYNC_STATS_INIT;
+    json ps_info;
+    if (comm_exchange) st = comm_exchange->stats();
+    if (ps_exchange) {
+      const gw_ps_stats ps = ps_exchange->stats();
+      st.wire_bytes = ps.wire_bytes;
+      st.syncs = ps.pushes;
+      ps_info = {{"servers", config.ps_servers}, {"mode", config.ps_mode == GW_PS_ASYNC ? "async" : "sync"},
+                      {"staleness", o.staleness}, {"pushes", ps.pushes}, {"dropped", ps.dropped},
+                      {"version", ps.version}};
+    }
     if (!leader) return;
     const char* link = std::getenv("GW_LINK_RATE");
     json curve = json::array();
@@ -225,7 +277,9 @@ void run_worker(const Options& o) {
                        {"test_accuracy", p.test_accuracy}});
     result = {{"configuration", o.worker}, {"ranks", exchange.size()}, {"epochs", o.epochs}, {"batch", o.batch},
               {"lr", options.lr}, {"seed", o.seed}, {"hidden", o.hidden}, {"curve", curve},
-              {"link", link ? link : "loopback"}, {"buckets", exchange.describe_buckets()}, {"toml", toml_text},
+              {"link", link ? link : "loopback"},
+              {"buckets", comm_exchange ? comm_exchange->describe_buckets() : std::string("parameter server")},
+              {"toml", toml_text}, {"ps", ps_info}, {"slow_rank", o.slow_rank}, {"slow_factor", o.slow_factor},
               {"sync", {{"raw_bytes", st.raw_bytes}, {"wire_bytes", st.wire_bytes},
                         {"compression_ratio", st.compression_ratio}, {"encode_seconds", st.encode_seconds},
                         {"decode_seconds", st.decode_seconds}, {"transfer_seconds", st.transfer_seconds},
@@ -251,7 +305,8 @@ std::string self_path() {
 // Runs `gradwire run -n N -- gradwire train --worker NAME ...` and returns its exit status.
 int launch(const Options& o, const std::string& name) {
   const std::string self = self_path();
-  std::vector<std::string> args{self, "run", "-n", std::to_string(o.ranks)};
+  const uint32_t servers = find_configuration(name).ps_servers;  // extra ranks of a parameter server
+  std::vector<std::string> args{self, "run", "-n", std::to_string(o.ranks + int(servers))};
   if (!o.link.empty()) args.insert(args.end(), {"--link", o.link});
   args.insert(args.end(), {"--", self, "train", "--worker", name,
                                 "--epochs", std::to_string(o.epochs), "--batch", std::to_string(o.batch),
@@ -259,7 +314,10 @@ int launch(const Options& o, const std::string& name) {
                                 "--seed", std::to_string(o.seed), "--hidden", o.hidden, "--data", o.data,
                                 "--out", o.out, "--evals-per-epoch", std::to_string(o.evals_per_epoch),
                                 "--train-images", std::to_string(o.train_images),
-                                "--test-images", std::to_string(o.test_images)});
+                                "--test-images", std::to_string(o.test_images),
+                                "--slow-rank", std::to_string(o.slow_rank),
+                                "--slow-factor", std::to_string(o.slow_factor),
+                                "--staleness", std::to_string(o.staleness)});
   if (!o.config_file.empty()) args.insert(args.end(), {"--config", o.config_file});
   std::fflush(stdout);
   const pid_t pid = fork();
@@ -346,7 +404,7 @@ void run_driver(const Options& o) {
   { RuntimePtr check_config = open_runtime(o.config_file); }  // an invalid TOML file (its own line numbers)
   for (const auto& n : names) {
     const Configuration& c = find_configuration(n);
-    RuntimePtr check_overlay = open_runtime_text(configuration_toml(o.config_file, c));  // codecs and schedules exist
+    RuntimePtr check_overlay = open_runtime_text(configuration_toml(o.config_file, c, o.momentum));  // codecs and schedules exist
   }
   if (!o.link.empty()) gwcli::Cluster::check_rate(o.link, "train");
   train_options(o);  // bad option values fail here, before any rank starts
@@ -420,6 +478,14 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--link", o->link,
                   "Train in the emulated cluster: every rank in its own network namespace behind a link of this "
                   "rate (1gbit, 10gbit, ...); needs root, else loopback (scripts/cluster.sh)");
+  cmd->add_option("--slow-rank", o->slow_rank,
+                  "A straggler: the training rank (worker index for ps-*) that sleeps (--slow-factor - 1) x its "
+                  "compute time every step (benchmark T3); -1: none")->capture_default_str();
+  cmd->add_option("--slow-factor", o->slow_factor, "How many times slower the --slow-rank's steps are")
+      ->check(CLI::Range(1.0, 100.0))->capture_default_str();
+  cmd->add_option("--staleness", o->staleness,
+                  "ps-async: pushes computed on parameters more than this many versions old are dropped")
+      ->check(CLI::Range(0, 1000000))->capture_default_str();
   cmd->add_option("--worker", o->worker, "Internal: run as one rank of configuration NAME")->group("");
   cmd->footer("Example: gradwire train --ranks 4 --epochs 5 --configs none --out train-out");
   cmd->callback([o, &exit_code] {

@@ -49,6 +49,9 @@ Schema Schema::builtin() {
             kUnbounded, {}},
            {"seed", ValueType::Int, "0",
             "Seed shared by all ranks for random coordinates and stochastic rounding.", 0, 9.2e18, {}},
+           {"momentum", ValueType::Float, "0",
+            "Compress after momentum: each rank keeps v = momentum * v + gradient per bucket and exchanges v "
+            "(the application then applies the average without momentum of its own); 0: off.", 0, 0.999, {}},
        },
        false},
       {"schedule",

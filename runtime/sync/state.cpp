@@ -3,6 +3,8 @@
 //   u64 steps, u64 micro-steps, str schedule name, bytes schedule state,
 //   u32 buckets, then per bucket: str codec, u32 tensors (str name, u64 count each), u64 exchanges,
 //     u8 has accumulator [f32 × count], bytes error-feedback state (empty: none),
+//     (version 2:) u8 has velocity [f32 × count], u8 has anchor [f32 × count],
+//     bytes parameter error-feedback state (empty: none),
 //   u32 background slots, then per slot: u64 slot, per bucket f32 × count (the finished average),
 //   u64 FNV-1a 64 of every preceding byte.
 // str and bytes are a u64 length and the bytes.
@@ -16,7 +18,7 @@ namespace gw::sync {
 namespace {
 
 constexpr uint32_t kMagic = 0x59535747u;  // "GWSY"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 1: without velocity, anchor and parameter error feedback
 
 [[noreturn]] void corrupt(const std::string& what) {
   fail(GW_ERR_CORRUPT, "synchronizer state blob is invalid: " + what +
@@ -56,13 +58,19 @@ std::vector<unsigned char> Synchronizer::save_state() {
     w.u64(b.exchanges);
     w.u8(b.accumulator.empty() ? 0 : 1);
     if (!b.accumulator.empty()) w.f32s(b.accumulator.data(), b.accumulator.size());
-    if (b.ef) {
-      std::vector<unsigned char> ef(b.ef->state_size());
-      b.ef->save(ef.data(), ef.size());
-      w.bytes(ef.data(), ef.size());
-    } else {
-      w.u64(0);
-    }
+    const auto save_ef = [&](const ErrorFeedback* ef) {
+      std::vector<unsigned char> state(ef ? ef->state_size() : 0);
+      if (ef) ef->save(state.data(), state.size());
+      w.bytes(state.data(), state.size());
+    };
+    const auto save_floats = [&](const std::vector<float>& v) {
+      w.u8(v.empty() ? 0 : 1);
+      if (!v.empty()) w.f32s(v.data(), v.size());
+    };
+    save_ef(b.ef.get());
+    save_floats(b.velocity);
+    save_floats(b.anchor);
+    save_ef(b.parameter_ef.get());
   }
   w.u32(uint32_t(slots_.size()));
   for (const auto& [slot, exchanges] : slots_) {
@@ -79,8 +87,8 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
   auto head = reader(data, size);
   if (head.u32() != kMagic) corrupt("it does not start with 'GWSY'");
   const uint32_t version = head.u32();
-  if (version != kVersion)
-    fail(GW_ERR_VERSION, "synchronizer state blob has version " + std::to_string(version) + "; this gradwire reads " +
+  if (version != 1 && version != kVersion)
+    fail(GW_ERR_VERSION, "synchronizer state blob has version " + std::to_string(version) + "; this gradwire reads 1 to " +
                              std::to_string(kVersion));
   if (bytes::get_le(data + size - 8, 8) != bytes::fnv1a64(data, size - 8)) corrupt("its checksum does not match");
   for (const Bucket& b : buckets_)
@@ -102,6 +110,8 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     uint64_t exchanges = 0;
     std::vector<float> accumulator;
     std::unique_ptr<ErrorFeedback> ef;
+    std::vector<float> velocity, anchor;
+    std::unique_ptr<ErrorFeedback> parameter_ef;
   };
   std::vector<Loaded> loaded(buckets);
   for (uint32_t bi = 0; bi < buckets; ++bi) {
@@ -136,6 +146,20 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       l.ef = std::make_unique<ErrorFeedback>(*b.codec);
       if (!ef.empty()) l.ef->load(ef.data(), ef.size());
     }
+    if (version >= 2) {
+      if (r.u8()) l.velocity = r.floats(b.count);
+      if (r.u8()) l.anchor = r.floats(b.count);
+      const auto pef = r.bytes();
+      if (!pef.empty() && !b.parameter_ef)
+        fail(GW_ERR_MISMATCH, where + ": the checkpoint has parameter error-feedback residuals but [codec] "
+                                      "error_feedback is off");
+      if (b.parameter_ef) {
+        l.parameter_ef = std::make_unique<ErrorFeedback>(*b.codec);
+        if (!pef.empty()) l.parameter_ef->load(pef.data(), pef.size());
+      }
+      if (!l.velocity.empty() && !(momentum_ > 0))
+        fail(GW_ERR_MISMATCH, where + ": the checkpoint was taken with [codec] momentum > 0, this run has 0");
+    }
   }
   std::map<uint64_t, std::vector<std::vector<float>>> slots;
   const uint32_t num_slots = r.u32();
@@ -158,6 +182,10 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     b.exchanges = loaded[bi].exchanges;
     b.accumulator = std::move(loaded[bi].accumulator);
     if (b.ef) b.ef->restore(loaded[bi].ef->residuals());
+    b.velocity = std::move(loaded[bi].velocity);
+    b.anchor = std::move(loaded[bi].anchor);
+    if (b.parameter_ef) b.parameter_ef->restore(loaded[bi].parameter_ef ? loaded[bi].parameter_ef->residuals()
+                                                                        : ErrorFeedback::Residuals{});
   }
   for (auto& [slot, results] : slots) {
     auto& exchanges = slots_[slot];

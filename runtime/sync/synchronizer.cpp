@@ -9,13 +9,10 @@
 #include "core/error.hpp"
 
 namespace gw::sync {
-namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // The dense allreduce of an exempt ("none") bucket or of the parameters, with its bytes booked.
-comm::Task dense_average(comm::Collective& c, float* buf, uint64_t count, uint64_t threshold,
-                         coll::CompressedStats* stats) {
+static comm::Task dense_average(comm::Collective& c, float* buf, uint64_t count, uint64_t threshold,
+                                coll::CompressedStats* stats) {
   co_await coll::allreduce_dense(c, buf, count, GW_DTYPE_F32, GW_REDUCE_AVG, threshold);
   stats->raw_bytes += 4 * count;
   stats->wire_bytes += c.bytes_sent();
@@ -28,6 +25,10 @@ gw_request* start_dense_average(comm::Communicator& comm, float* buf, uint64_t c
   const auto algorithm = [=](comm::Collective& c) { return dense_average(c, buf, count, threshold, stats); };
   return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // Runs a collective to completion on the calling thread.
 void run_blocking(comm::Communicator& comm, gw_request* r, const std::string& what) {
@@ -81,6 +82,7 @@ Synchronizer::Synchronizer(comm::Communicator& comm, const Runtime& runtime) : c
   default_codec_ = cfg.get_string("codec", "name");
   error_feedback_ = cfg.get_bool("codec", "error_feedback");
   seed_ = uint64_t(cfg.get_int("codec", "seed"));
+  momentum_ = float(cfg.get_float("codec", "momentum"));
   bucket_bytes_ = uint64_t(cfg.get_int("bucket", "bytes"));
   for (const auto& node : cfg.rules()) {
     const toml::table& t = *node.as_table();
@@ -174,8 +176,10 @@ void Synchronizer::finalize() {
       auto it = codecs_.find(b.codec_name);
       if (it == codecs_.end()) it = codecs_.emplace(b.codec_name, runtime_.make_codec(b.codec_name)).first;
       b.codec = it->second.get();
-      if (error_feedback_ && !(b.codec->properties().flags & GW_CODEC_LOSSLESS))
+      if (error_feedback_ && !(b.codec->properties().flags & GW_CODEC_LOSSLESS)) {
         b.ef = std::make_unique<ErrorFeedback>(*b.codec);
+        b.parameter_ef = std::make_unique<ErrorFeedback>(*b.codec);
+      }
     }
     b.tensors = list;
     for (uint32_t i : list) b.count += tensors_[i].gradient.count;
@@ -326,6 +330,7 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
   } else {
     pack_gradients(b, x);
   }
+  if (momentum_ > 0) apply_momentum(b, x);
   e->started = Clock::now();
   const uint32_t seq = seq_base_ + bucket;
   if (b.codec) {
@@ -358,6 +363,7 @@ void Synchronizer::start_early(uint32_t bucket, bool accumulated) {
   Rollback rb;
   rb.exchanges = b.exchanges;
   if (b.ef) rb.residuals = b.ef->residuals();
+  if (momentum_ > 0) rb.velocity = b.velocity;
   b.rollback = std::move(rb);
   b.early = start_exchange(bucket, accumulated, false);
 }
@@ -428,25 +434,8 @@ void Synchronizer::do_sync_parameters(StepContext& ctx) {
       fail(GW_ERR_STATE, "schedule '" + schedule_->name() + "' averages parameters but tensor '" + t.name +
                              "' was registered without one; pass its parameter to gw_sync_register");
   std::vector<std::unique_ptr<Exchange>> running;
-  for (Bucket& b : buckets_) {
-    auto e = std::make_unique<Exchange>();
-    e->data.resize(b.count);
-    for (uint32_t i : b.tensors) {
-      const TensorEntry& t = tensors_[i];
-      if (t.parameter->count > 0) std::memcpy(e->data.data() + t.offset, t.parameter->data, 4 * t.parameter->count);
-    }
-    e->started = Clock::now();
-    e->request = start_dense_average(comm_, e->data.data(), b.count, &e->stats, std::nullopt);
-    running.push_back(std::move(e));
-  }
-  for (uint32_t b = 0; b < buckets_.size(); ++b) {
-    finish(b, *running[b]);
-    for (uint32_t i : buckets_[b].tensors) {
-      const TensorEntry& t = tensors_[i];
-      if (t.parameter->count > 0)
-        std::memcpy(t.parameter->data, running[b]->data.data() + t.offset, 4 * t.parameter->count);
-    }
-  }
+  for (uint32_t b = 0; b < buckets_.size(); ++b) running.push_back(start_parameter_exchange(b));
+  for (uint32_t b = 0; b < buckets_.size(); ++b) finish_parameter_exchange(b, *running[b]);
   ctx.flags |= GW_SYNC_PARAMETERS_AVERAGED;
 }
 
@@ -564,6 +553,7 @@ void Synchronizer::skip_step() {
       bk.early.reset();
       bk.exchanges = bk.rollback->exchanges;
       if (bk.ef && bk.rollback->residuals) bk.ef->restore(std::move(*bk.rollback->residuals));
+      if (bk.rollback->velocity) bk.velocity = std::move(*bk.rollback->velocity);
       bk.rollback.reset();
     }
   }

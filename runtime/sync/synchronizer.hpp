@@ -51,6 +51,11 @@ std::string codec_for(const std::vector<Rule>& rules, const std::string& name, u
 // and offset; returns the buckets' tensor indices.
 std::vector<std::vector<uint32_t>> assign_buckets(std::vector<TensorEntry>& tensors, uint64_t bucket_bytes);
 
+// The dense average (allreduce) of `count` f32 in place, its bytes booked into `stats` on completion;
+// `seq`: a reserved collective number, or the next one.
+gw_request* start_dense_average(comm::Communicator& comm, float* buf, uint64_t count, coll::CompressedStats* stats,
+                                std::optional<uint32_t> seq);
+
 struct Accounting {
   uint64_t raw_bytes = 0;
   uint64_t wire_bytes = 0;
@@ -96,6 +101,7 @@ class Synchronizer {
   // What a discarded early exchange changed, to undo it (gw_sync_skip_step).
   struct Rollback {
     std::optional<ErrorFeedback::Residuals> residuals;
+    std::optional<std::vector<float>> velocity;
     uint64_t exchanges = 0;
   };
   struct Bucket {
@@ -105,6 +111,12 @@ class Synchronizer {
     std::vector<uint32_t> tensors;
     uint64_t count = 0;
     std::vector<float> accumulator;         // accumulate schedule; empty until first used
+    std::vector<float> velocity;            // [codec] momentum > 0: v = m v + g, what is exchanged
+    // Compressed parameter averaging (sync_parameters through a codec, momentum.cpp): the parameters after
+    // the last average, the same on every rank (empty until the first, dense, average), and the error
+    // feedback on the parameter difference since then.
+    std::vector<float> anchor;
+    std::unique_ptr<ErrorFeedback> parameter_ef;
     uint64_t exchanges = 0;                 // started so far: the codec context's step, alike on every rank
     std::unique_ptr<Exchange> early;        // started by bucket_ready in this step
     std::optional<Rollback> rollback;       // the state before this step's early start
@@ -147,6 +159,11 @@ class Synchronizer {
   void do_accumulate(StepContext& ctx);
   void do_sync_accumulated(StepContext& ctx);
   void do_sync_parameters(StepContext& ctx);
+  // momentum.cpp: v = m v + x in place of x (compress after momentum), and the parameter exchange of a
+  // bucket (the difference from its anchor through the codec, or dense) with what completes it.
+  void apply_momentum(Bucket& b, float* x);
+  std::unique_ptr<Exchange> start_parameter_exchange(uint32_t bucket);
+  void finish_parameter_exchange(uint32_t bucket, Exchange& e);
   void do_start_exchange(StepContext& ctx, uint64_t slot);
   void do_finish_exchange(StepContext& ctx, uint64_t slot);
   gw_schedule_runtime runtime_for(StepContext& ctx);
@@ -162,6 +179,7 @@ class Synchronizer {
   std::string default_codec_;
   bool error_feedback_ = false;
   uint64_t seed_ = 0;
+  float momentum_ = 0;  // [codec] momentum
   uint64_t bucket_bytes_ = 0;
   std::vector<Rule> rules_;
 

@@ -278,15 +278,22 @@ void case_schedule(gw_comm* comm, const std::string& name) {
 
 // Runs `steps` steps of float gradients from step `first` on; returns every step's gradients after the
 // step (and the flags), in one vector.
-std::vector<float> run_steps(Sync& s, Model& m, uint64_t first, uint64_t steps) {
+// With `parameters`, the parameters are set from (rank, step) before each step and traced after it.
+std::vector<float> run_steps(Sync& s, Model& m, uint64_t first, uint64_t steps, bool parameters = false) {
   std::vector<float> trace;
   for (uint64_t step = first; step < first + steps; ++step) {
     m.fill(g_rank, step, false);
+    if (parameters)
+      for (size_t t = 0; t < m.params.size(); ++t)
+        for (uint64_t i = 0; i < m.params[t].size(); ++i)
+          m.params[t][i] = uniform(step * 977 + t, g_rank, i) + 0.01f * float(step);
     if (step % 3 == 0)
       for (uint32_t b = 0; b < s.buckets(); ++b) check(gw_sync_bucket_ready(s.sync, b), "bucket_ready");
     trace.push_back(float(s.step()));
     const auto f = m.flat();
     trace.insert(trace.end(), f.begin(), f.end());
+    if (parameters)
+      for (const auto& p : m.params) trace.insert(trace.end(), p.begin(), p.end());
   }
   return trace;
 }
@@ -294,33 +301,36 @@ std::vector<float> run_steps(Sync& s, Model& m, uint64_t first, uint64_t steps) 
 // Save after 4 steps, restore into a new synchronizer, and the next 6 steps give exactly the bits of
 // an uninterrupted run: error-feedback residuals, accumulators, counters and background exchanges
 // all travel in the blob. Damaged blobs and another layout are refused.
-void case_save_restore(gw_comm* comm, const std::string& schedule, const std::string& codec) {
-  const std::string toml = "[codec]\nname = \"" + codec + "\"\nerror_feedback = true\n[bucket]\nbytes = 6000\n"
+void case_save_restore(gw_comm* comm, const std::string& schedule, const std::string& codec, float momentum) {
+  const std::string toml = "[codec]\nname = \"" + codec + "\"\nerror_feedback = true\nmomentum = " +
+                           std::to_string(momentum) + "\n[bucket]\nbytes = 6000\n"
                            "[schedule]\nname = \"" + schedule + "\"\n[schedule.accumulate]\nsteps = 3\n"
-                           "[schedule.async]\nstaleness = 2\n[codec.topk]\nratio = 0.1\n";
+                           "[schedule.async]\nstaleness = 2\n[codec.topk]\nratio = 0.1\n"
+                           "[schedule.local_sgd]\nperiod = 2\n";
+  const bool params = schedule == "local_sgd";
   Model m;
   m.add("a", 1200);
   m.add("b", 700);
   m.add("c", 2500);
   std::vector<float> whole, resumed;
   {
-    Sync s(comm, toml, m);
-    whole = run_steps(s, m, 0, 10);
+    Sync s(comm, toml, m, params);
+    whole = run_steps(s, m, 0, 10, params);
   }
   std::vector<unsigned char> blob;
   {
-    Sync s(comm, toml, m);
-    run_steps(s, m, 0, 4);
+    Sync s(comm, toml, m, params);
+    run_steps(s, m, 0, 4, params);
     blob = s.save();
   }
   {
-    Sync s(comm, toml, m);
+    Sync s(comm, toml, m, params);
     auto bad = blob;
     bad[bad.size() / 2] ^= 1;
     if (gw_sync_load_state(s.sync, bad.data(), bad.size()) != GW_ERR_CORRUPT) die("a damaged blob was accepted");
     if (gw_sync_load_state(s.sync, blob.data(), blob.size() - 3) != GW_ERR_CORRUPT) die("a cut blob was accepted");
     check(gw_sync_load_state(s.sync, blob.data(), blob.size()), "gw_sync_load_state");
-    resumed = run_steps(s, m, 4, 6);
+    resumed = run_steps(s, m, 4, 6, params);
   }
   const size_t per_step = whole.size() / 10;
   expect_equal(resumed, std::vector<float>(whole.begin() + 4 * per_step, whole.end()),
@@ -329,7 +339,7 @@ void case_save_restore(gw_comm* comm, const std::string& schedule, const std::st
   other.add("a", 1200);
   other.add("bb", 700);
   other.add("c", 2500);
-  Sync s(comm, toml, other);
+  Sync s(comm, toml, other, params);
   if (gw_sync_load_state(s.sync, blob.data(), blob.size()) != GW_ERR_MISMATCH ||
       std::string(gw_last_error()).find("'b'") == std::string::npos)
     die(std::string("a checkpoint of another layout was not a mismatch naming 'b': ") + gw_last_error());
@@ -356,6 +366,92 @@ void case_skip_rolls_back(gw_comm* comm) {
     skipped.insert(skipped.end(), rest.begin(), rest.end());
   }
   expect_equal(skipped, plain, "a run with a skipped step");
+}
+
+// [codec] momentum: each rank exchanges its velocity v = m v + g; with a lossless codec the average is
+// momentum applied to the averaged gradients (w = m w + avg g), within float rounding. A skipped step
+// (after bucket_ready) rolls the velocity back.
+void case_momentum(gw_comm* comm) {
+  Model m;
+  m.add("a", 300);
+  m.add("b", 500);
+  Sync s(comm, "[codec]\nname = \"none\"\nmomentum = 0.9\n[bucket]\nbytes = 1500\n", m);
+  if (s.buckets() != 2) die("expected 2 buckets");
+  std::vector<double> w;
+  for (uint64_t step = 0; step < 8; ++step) {
+    if (step == 3) {
+      m.fill(g_rank, 555, true);
+      for (uint32_t b = 0; b < s.buckets(); ++b) check(gw_sync_bucket_ready(s.sync, b), "bucket_ready");
+      check(gw_sync_skip_step(s.sync), "gw_sync_skip_step");
+    }
+    const auto avg = average_of(m, step);
+    w.resize(avg.size(), 0.0);
+    for (size_t i = 0; i < avg.size(); ++i) w[i] = 0.9 * w[i] + double(avg[i]);
+    m.fill(g_rank, step, true);
+    if (step % 2 == 1) check(gw_sync_bucket_ready(s.sync, 1), "bucket_ready");
+    const uint32_t flags = s.step();
+    if (flags != (GW_SYNC_APPLY | GW_SYNC_GRADIENTS_AVERAGED)) die("momentum: flags " + std::to_string(flags));
+    const auto got = m.flat();
+    for (size_t i = 0; i < got.size(); ++i)
+      if (std::fabs(double(got[i]) - w[i]) > 1e-5 * (1.0 + std::fabs(w[i])))
+        die("momentum step " + std::to_string(step) + ": element " + std::to_string(i) + " is " +
+            std::to_string(got[i]) + ", momentum on the average gives " + std::to_string(w[i]));
+  }
+}
+
+// Local SGD through a codec: every rank's parameters are identical after each average, the first
+// average is the dense one, later ones are anchor + the codec's average of the differences (close to
+// the true average), and they send fewer bytes than dense averages would.
+void case_local_sgd_codec(gw_comm* comm, const std::string& codec) {
+  Model m;
+  m.add("w", 4000);
+  m.add("b", 64);
+  Sync s(comm, "[codec]\nname = \"" + codec + "\"\nerror_feedback = true\n[schedule]\nname = \"local_sgd\"\n"
+               "[schedule.local_sgd]\nperiod = 2\n", m, true);
+  uint32_t averages = 0;
+  std::vector<std::vector<float>> previous;  // the parameters after the last average (empty before the first)
+  for (uint64_t step = 0; step < 12; ++step) {
+    // A local SGD step of this rank: its own gradient moves its own parameters.
+    m.fill(g_rank, step, false);
+    for (size_t t = 0; t < m.params.size(); ++t)
+      for (uint64_t i = 0; i < m.params[t].size(); ++i) m.params[t][i] -= 0.1f * m.grads[t][i];
+    std::vector<std::vector<float>> truth = m.params;  // the exact average, by the dense allreduce
+    for (auto& p : truth) {
+      gw_tensor t = f32(p.data(), p.size());
+      check(gw_allreduce(comm, &t, &t, GW_REDUCE_AVG), "gw_allreduce");
+    }
+    const uint32_t flags = s.step();
+    const std::string at = codec + " step " + std::to_string(step);
+    if (!(flags & GW_SYNC_PARAMETERS_AVERAGED)) continue;
+    ++averages;
+    for (size_t t = 0; t < m.params.size(); ++t) {
+      std::vector<float> lo = m.params[t], hi = m.params[t];
+      gw_tensor tl = f32(lo.data(), lo.size()), th = f32(hi.data(), hi.size());
+      check(gw_allreduce(comm, &tl, &tl, GW_REDUCE_MIN), "gw_allreduce min");
+      check(gw_allreduce(comm, &th, &th, GW_REDUCE_MAX), "gw_allreduce max");
+      double moved = 0, err = 0;  // how far the true average moved since the last one, and the error
+      for (size_t i = 0; i < lo.size(); ++i) {
+        if (lo[i] != hi[i]) die(at + ": ranks hold different parameters after the average (" + m.names[t] + ")");
+        if (!previous.empty()) moved = std::max(moved, std::fabs(double(truth[t][i]) - double(previous[t][i])));
+        err = std::max(err, std::fabs(double(m.params[t][i]) - double(truth[t][i])));
+      }
+      if (averages == 1 && err > 1e-6) die(at + ": the first average is not the dense one (error " + std::to_string(err) + ")");
+      // int8 keeps a difference to about 1 %, one bit only its sign and scale; error feedback carries
+      // the rest into the next average, so the error stays of the order of one difference.
+      const double bound = (codec == "onebit" ? 2.0 : 0.1) * moved + 1e-5;
+      if (averages > 1 && err > bound)
+        die(at + ": the compressed average is " + std::to_string(err) + " from the true one (" + m.names[t] +
+            "), more than " + std::to_string(bound));
+    }
+    previous = m.params;
+  }
+  if (averages != 5) die(codec + ": " + std::to_string(averages) + " parameter averages, expected 5");
+  gw_sync_stats st = GW_SYNC_STATS_INIT;
+  check(gw_sync_get_stats(s.sync, GW_SYNC_ALL_BUCKETS, &st), "stats");
+  const double dense_per_average = 2.0 * (g_size - 1) / g_size * 4.0 * 4064;
+  if (st.syncs != 5 * s.buckets() || double(st.wire_bytes) > dense_per_average * (1 + 4 * 0.5))
+    die(codec + ": " + std::to_string(st.syncs) + " exchanges and " + std::to_string(st.wire_bytes) +
+        " bytes sent; expected 5 per bucket and at most one dense average plus four at half its bytes");
 }
 
 void case_errors(gw_comm* comm) {
@@ -419,7 +515,9 @@ int main(int argc, char** argv) {
   if (c == "buckets") case_buckets(comm);
   else if (c == "out-of-order") case_out_of_order(comm);
   else if (c == "schedule") case_schedule(comm, argv[2]);
-  else if (c == "save-restore") case_save_restore(comm, argv[2], argv[3]);
+  else if (c == "save-restore") case_save_restore(comm, argv[2], argv[3], argc > 4 ? std::stof(argv[4]) : 0.0f);
+  else if (c == "momentum") case_momentum(comm);
+  else if (c == "local-sgd-codec") case_local_sgd_codec(comm, argv[2]);
   else if (c == "skip") case_skip_rolls_back(comm);
   else if (c == "errors") case_errors(comm);
   else if (c == "mismatch") case_mismatch(comm);

@@ -70,6 +70,13 @@ TEST(Sync, SaveRestoreContinuesExactly) {
   expect_ok(2, GW_SYNC_RANK, "save-restore accumulate topk");
   expect_ok(3, GW_SYNC_RANK, "save-restore every_step onebit");
   expect_ok(2, GW_SYNC_RANK, "save-restore async fp16");
+  expect_ok(2, GW_SYNC_RANK, "save-restore every_step onebit 0.9");
+  expect_ok(2, GW_SYNC_RANK, "save-restore local_sgd int8");
+}
+TEST(Sync, MomentumInTheSynchronizerIsMomentumOnTheAverage) { expect_ok(3, GW_SYNC_RANK, "momentum"); }
+TEST(Sync, LocalSgdAveragesParametersThroughACodec) {
+  expect_ok(3, GW_SYNC_RANK, "local-sgd-codec int8");
+  expect_ok(2, GW_SYNC_RANK, "local-sgd-codec onebit");
 }
 TEST(Sync, BadCallsAreRefused) { expect_ok(2, GW_SYNC_RANK, "errors"); }
 TEST(Sync, DifferentRegistrationsAreAMismatch) {

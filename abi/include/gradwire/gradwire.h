@@ -393,8 +393,8 @@ GW_API gw_status gw_sync_step(gw_sync* sync, uint32_t* flags);
  * residuals rolled back. Every rank skips the same steps. thread: the communicator's. */
 GW_API gw_status gw_sync_skip_step(gw_sync* sync);
 
-/* Checkpoint: one versioned blob with the schedule's counters, every bucket's error-feedback residual
- * and accumulator (keyed by its tensors' names and counts) and the results of background exchanges in
+/* Checkpoint: one versioned blob with the schedule's counters, every bucket's error-feedback residuals,
+ * accumulator, velocity ([codec] momentum) and parameter anchor (keyed by its tensors' names and counts) and the results of background exchanges in
  * flight (this call waits for them). With buf NULL only sets *size; a capacity below the size is
  * GW_ERR_BUFFER_TOO_SMALL. thread: the communicator's. */
 GW_API gw_status gw_sync_save_state(gw_sync* sync, void* buf, uint64_t capacity, uint64_t* size);
@@ -421,6 +421,65 @@ typedef struct gw_sync_stats {
 
 /* Accounting of one bucket, or of all with GW_SYNC_ALL_BUCKETS. thread: the communicator's. */
 GW_API gw_status gw_sync_get_stats(gw_sync* sync, uint32_t bucket, gw_sync_stats* stats);
+
+/* ------------------------------------------------------------------------------------------------
+ * Parameter server: ranks 0 .. servers-1 each hold a contiguous shard of the parameters (and of the
+ * momentum) and apply SGD with momentum; the other ranks are workers that push their gradients (through
+ * the runtime's [codec] name, with error feedback per shard on the worker when [codec] error_feedback
+ * is on) and pull the parameters. Synchronous: a server updates a shard once every live worker pushed
+ * (the average), so the run equals allreduce training with the same SGD. Asynchronous: every push is
+ * applied as it arrives and answered at once; a push computed on parameters more than `staleness`
+ * versions of its shard old is dropped (its worker just pulls). A worker that dies is left out; a server
+ * that dies is an error naming it on every worker, which tells the other servers. docs/ps.md.
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct gw_ps gw_ps;
+
+typedef enum gw_ps_mode {
+  GW_PS_SYNC = 0,
+  GW_PS_ASYNC = 1,
+  GW_PS_MODE_FORCE_32BIT = 0x7fffffff
+} gw_ps_mode;
+
+typedef struct gw_ps_options {
+  uint32_t struct_size;
+  gw_runtime* runtime; /* required: [codec] name, error_feedback, seed */
+  uint32_t servers;    /* ranks 0 .. servers-1 serve; at least 1, fewer than the ranks */
+  gw_ps_mode mode;
+  uint32_t staleness;  /* asynchronous: the oldest accepted push, in versions of its shard */
+  float momentum;      /* the servers' SGD momentum (v = m v + g; p -= lr v) */
+  uint32_t flags;      /* reserved, 0 */
+} gw_ps_options;
+
+#define GW_PS_OPTIONS_INIT {(uint32_t)sizeof(gw_ps_options), NULL, 1u, GW_PS_SYNC, 8u, 0.9f, 0u}
+
+/* Collective over all ranks of `comm`. `parameters` (f32, host, the whole model, the same size on every
+ * rank) stays the caller's: the servers start their shards from it, the workers' pulls write into it.
+ * The communicator is the parameter server's until gw_ps_destroy. */
+GW_API gw_status gw_ps_create(gw_comm* comm, const gw_ps_options* options, gw_tensor* parameters, gw_ps** ps);
+/* *is_server: 1 on the server ranks; *worker / *workers: this worker's index and how many there are. */
+GW_API gw_status gw_ps_role(gw_ps* ps, int* is_server, uint32_t* worker, uint32_t* workers);
+/* Worker: pushes `gradient` (f32, the parameters' size) with learning rate `lr` and pulls the parameters
+ * into the tensor given at creation. Synchronous mode returns once every live worker pushed. */
+GW_API gw_status gw_ps_push_pull(gw_ps* ps, const gw_tensor* gradient, float lr);
+/* Server: serves until every worker finished (gw_ps_destroy) or died. */
+GW_API gw_status gw_ps_serve(gw_ps* ps);
+
+typedef struct gw_ps_stats {
+  uint32_t struct_size;
+  uint64_t pushes;        /* server: pushes applied; worker: pushes made */
+  uint64_t dropped;       /* server: pushes over the staleness bound; worker: its pushes dropped */
+  uint64_t wire_bytes;    /* payload bytes this rank sent */
+  uint64_t version;       /* server: updates of its shard; worker: the newest shard version it pulled */
+  uint32_t dead_workers;  /* server: workers that died */
+  uint32_t flags;         /* reserved */
+} gw_ps_stats;
+
+#define GW_PS_STATS_INIT {(uint32_t)sizeof(gw_ps_stats), 0u, 0u, 0u, 0u, 0u, 0u}
+
+GW_API gw_status gw_ps_get_stats(gw_ps* ps, gw_ps_stats* stats);
+/* Worker: tells the servers it finished. Server: frees. */
+GW_API gw_status gw_ps_destroy(gw_ps* ps);
 
 GW_EXTERN_C_END
 

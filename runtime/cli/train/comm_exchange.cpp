@@ -1,5 +1,7 @@
 #include "comm_exchange.hpp"
 
+#include <cstdlib>
+
 namespace gwtrain {
 namespace {
 
@@ -17,13 +19,21 @@ gw_tensor f32(float* data, size_t count) {
 
 }  // namespace
 
-CommExchange::CommExchange(gw_runtime* runtime) : runtime_(runtime) {
+CommExchange::CommExchange(gw_runtime* runtime, bool eval_comm) : runtime_(runtime) {
   gw_comm_options options = GW_COMM_OPTIONS_INIT;
   check(gw_comm_create(runtime, &options, &comm_), "cannot join the other ranks (gw_comm_create)");
+  if (eval_comm) {
+    // Its rendezvous needs a port of its own: the launcher's root port + 1.
+    const char* port = std::getenv("GW_ROOT_PORT");
+    if (port == nullptr) port = std::getenv("MASTER_PORT");
+    if (port != nullptr) options.root_port = std::atoll(port) + 1;
+    check(gw_comm_create(runtime, &options, &eval_comm_), "the evaluation communicator (gw_comm_create)");
+  }
 }
 
 CommExchange::~CommExchange() {
   if (sync_) gw_sync_destroy(sync_);
+  if (eval_comm_) gw_comm_destroy(eval_comm_);
   gw_comm_destroy(comm_);
 }
 
@@ -81,7 +91,7 @@ void CommExchange::sum(std::span<double> values) {
   t.dtype = GW_DTYPE_F64;
   t.data = values.data();
   t.count = values.size();
-  check(gw_allreduce(comm_, &t, &t, GW_REDUCE_SUM), "evaluation allreduce");
+  check(gw_allreduce(eval_comm_ ? eval_comm_ : comm_, &t, &t, GW_REDUCE_SUM), "evaluation allreduce");
 }
 
 }  // namespace gwtrain

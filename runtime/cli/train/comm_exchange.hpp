@@ -23,7 +23,9 @@ class CommExchange final : public Exchange {
  public:
   // Joins the other ranks (rank, world size and root address from the launcher's environment). The
   // synchronizer reads codec, error feedback, buckets, rules and schedule from `runtime`'s configuration.
-  explicit CommExchange(gw_runtime* runtime);
+  // With `eval_comm` the evaluation counters get a communicator of their own (a schedule that exchanges
+  // in the background drives the synchronizer's communicator between steps).
+  explicit CommExchange(gw_runtime* runtime, bool eval_comm = false);
   ~CommExchange() override;
   CommExchange(const CommExchange&) = delete;
   CommExchange& operator=(const CommExchange&) = delete;
@@ -50,6 +52,7 @@ class CommExchange final : public Exchange {
   gw_runtime* runtime_ = nullptr;
   gw_comm* comm_ = nullptr;
   gw_sync* sync_ = nullptr;
+  gw_comm* eval_comm_ = nullptr;
   uint64_t gradient_bytes_ = 0;
   uint64_t raw_bytes_ = 0;
 };

@@ -22,6 +22,14 @@ class Exchange {
   // them, the parameters) are what the optimizer should see. Returns whether the optimizer applies the
   // gradients this step.
   virtual bool synchronize() = 0;
+  // Whether this rank trains at all (a parameter server's server ranks serve inside attach instead).
+  virtual bool trains() const { return true; }
+  // Whether this rank evaluates, and its share of the test set (eval_rank of eval_ranks).
+  virtual bool evaluates() const { return true; }
+  virtual uint32_t eval_rank() const { return rank(); }
+  virtual uint32_t eval_ranks() const { return size(); }
+  // The learning rate of the coming step (a parameter server applies it itself).
+  virtual void learning_rate(float) {}
   // Sums evaluation counters over all ranks, in place (between steps).
   virtual void sum(std::span<double> values) = 0;
   // Bytes this rank has sent for the model so far, and what an uncompressed fp32 ring allreduce of the

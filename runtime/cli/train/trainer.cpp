@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
 namespace gwtrain {
 namespace {
@@ -79,10 +80,11 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
   Sgd sgd(model.parameters().size(), o.momentum);
   const Normalization norm = normalization_of(data.train);
   exchange.attach(model.parameters(), model.gradients(), model.tensors());
+  if (!exchange.trains()) return {};  // a server rank: attach served until the workers finished
 
   // This rank's share of the test set, evaluated in chunks.
-  const uint32_t test_begin = uint32_t(uint64_t(n_test) * rank / ranks);
-  const uint32_t test_end = uint32_t(uint64_t(n_test) * (rank + 1) / ranks);
+  const uint32_t test_begin = uint32_t(uint64_t(n_test) * exchange.eval_rank() / exchange.eval_ranks());
+  const uint32_t test_end = uint32_t(uint64_t(n_test) * (exchange.eval_rank() + 1) / exchange.eval_ranks());
   std::vector<uint32_t> test_indices(test_end - test_begin);
   std::iota(test_indices.begin(), test_indices.end(), test_begin);
 
@@ -96,16 +98,21 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
     const std::vector<uint32_t> order = permutation(n_train, o.seed, epoch);
     auto started = Clock::now();
     for (uint32_t s = 0; s < steps_per_epoch; ++s, ++step) {
+      const auto compute_start = Clock::now();
       fill_batch(data.train, norm, order.data() + size_t(s) * o.batch + size_t(rank) * shard, shard, x, labels);
       loss_since += model.compute_gradients(x, labels.data());
       ++steps_since;
-      const bool apply = exchange.synchronize();
+      if (int64_t(rank) == o.slow_rank && o.slow_factor > 1.0f)
+        std::this_thread::sleep_for((Clock::now() - compute_start) * double(o.slow_factor - 1.0f));
       const double progress = double(step) / double(total_steps);
       const float lr = float(0.5 * o.lr * (1.0 + std::cos(M_PI * progress)));
+      exchange.learning_rate(lr);
+      const bool apply = exchange.synchronize();
       if (apply) sgd.step(model.parameters(), model.gradients(), lr);
 
       // `evals` evenly spaced evaluations per epoch, the last one after the epoch's last step.
       if (uint64_t(s + 1) * evals / steps_per_epoch == uint64_t(s) * evals / steps_per_epoch) continue;
+      if (!exchange.evaluates()) continue;
       train_seconds += std::chrono::duration<double>(Clock::now() - started).count();
       // Evaluation: every rank its share of the test set, summed over ranks.
       double counters[4] = {0, 0, loss_since, double(steps_since)};

@@ -25,6 +25,9 @@ struct TrainOptions {
   uint32_t evals_per_epoch = 4;
   uint32_t train_limit = 0;    // use only the first N training images (0: all)
   uint32_t test_limit = 0;     // evaluate on the first N test images (0: all)
+  // A straggler: the rank (Exchange::rank()) that sleeps (slow_factor - 1) x its compute time per step.
+  int64_t slow_rank = -1;
+  float slow_factor = 1.0f;
 };
 
 // One evaluation of the test set during training.

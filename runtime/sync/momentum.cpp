@@ -1,0 +1,71 @@
+// Two ways the synchronizer puts a codec where plain gradient averaging did not reach (docs/sync.md):
+//
+// - Compress after momentum ([codec] momentum = m > 0): every rank keeps a velocity v = m v + g per
+//   bucket and exchanges v instead of g, so the codec (and its error feedback) sees the optimizer's state,
+//   as 1-bit SGD / 1-bit Adam do. The application applies the average without momentum of its own. With
+//   a lossless codec this is exactly momentum SGD on the averaged gradients (the average is linear).
+// - Compressed parameter averaging (local SGD through a codec): the parameters' difference from the
+//   last average (the anchor, identical on every rank) goes through the bucket's codec with its own error
+//   feedback; the new parameters are anchor + average difference, again identical on every rank. The first
+//   average of a bucket is dense: it makes the ranks' parameters equal and sets the anchor.
+#include <cstring>
+
+#include "comm/compressed_start.hpp"
+#include "sync/synchronizer.hpp"
+
+namespace gw::sync {
+
+void Synchronizer::apply_momentum(Bucket& b, float* x) {
+  b.velocity.resize(b.count, 0.0f);
+  float* v = b.velocity.data();
+  const float m = momentum_;
+  for (uint64_t i = 0; i < b.count; ++i) {
+    v[i] = m * v[i] + x[i];
+    x[i] = v[i];
+  }
+}
+
+std::unique_ptr<Exchange> Synchronizer::start_parameter_exchange(uint32_t bucket) {
+  Bucket& b = buckets_[bucket];
+  auto e = std::make_unique<Exchange>();
+  e->data.resize(b.count);
+  float* x = e->data.data();
+  for (uint32_t i : b.tensors) {
+    const TensorEntry& t = tensors_[i];
+    if (t.parameter->count > 0) std::memcpy(x + t.offset, t.parameter->data, 4 * t.parameter->count);
+  }
+  e->started = std::chrono::steady_clock::now();
+  if (b.codec && !b.anchor.empty()) {
+    for (uint64_t i = 0; i < b.count; ++i) x[i] -= b.anchor[i];
+    coll::CompressedArgs a;
+    a.codec = b.codec;
+    a.ef = b.parameter_ef.get();
+    a.ctx.seed = seed_ + bucket;
+    a.ctx.step = b.exchanges;
+    a.buf = x;
+    a.count = b.count;
+    a.op = GW_REDUCE_AVG;
+    a.stats = &e->stats;
+    e->request = comm::start_allreduce_compressed(comm_, a);
+    ++b.exchanges;
+  } else {
+    e->request = start_dense_average(comm_, x, b.count, &e->stats, std::nullopt);
+  }
+  return e;
+}
+
+void Synchronizer::finish_parameter_exchange(uint32_t bucket, Exchange& e) {
+  Bucket& b = buckets_[bucket];
+  const bool difference = b.codec && !b.anchor.empty();
+  finish(bucket, e);
+  float* x = e.data.data();
+  if (difference)
+    for (uint64_t i = 0; i < b.count; ++i) x[i] += b.anchor[i];
+  if (b.codec) b.anchor = e.data;
+  for (uint32_t i : b.tensors) {
+    const TensorEntry& t = tensors_[i];
+    if (t.parameter->count > 0) std::memcpy(t.parameter->data, x + t.offset, 4 * t.parameter->count);
+  }
+}
+
+}  // namespace gw::sync
