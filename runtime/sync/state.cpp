@@ -147,8 +147,8 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       if (!ef.empty()) l.ef->load(ef.data(), ef.size());
     }
     if (version >= 2) {
-      if (r.u8()) l.velocity = r.floats(b.count);
-      if (r.u8()) l.anchor = r.floats(b.count);
+      if (r.u8()) l.velocity = r.f32s(b.count);
+      if (r.u8()) l.anchor = r.f32s(b.count);
       const auto pef = r.bytes();
       if (!pef.empty() && !b.parameter_ef)
         fail(GW_ERR_MISMATCH, where + ": the checkpoint has parameter error-feedback residuals but [codec] "
