@@ -1,5 +1,7 @@
 #include "codec/staging.hpp"
 
+#include <gradwire/gradwire.h>
+
 #include <bit>
 #include <cstring>
 #include <string>

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include "collectives/reduce.hpp"
@@ -12,6 +13,8 @@ namespace {
 constexpr uint32_t kAllgatherBase = 1u << 15;
 
 }  // namespace
+
+bool gathers_encoded(uint32_t nodes) { return nodes <= 2; }
 
 bool use_two_level(const comm::Topology& t, const std::string& setting) {
   if (setting == "off") return false;
@@ -45,15 +48,23 @@ Task allreduce_two_level(Collective& c, CompressedArgs a, comm::Topology t) {
   }
   // 2. The node sums' block i across the nodes, compressed; with one node nothing is lossy.
   float* block = reinterpret_cast<float*>(blocks.at(a.buf, i));
-  if (cross.size() > 1 && blocks.count[i] > 0) {
+  const uint32_t M = uint32_t(cross.size());
+  if (M > 1 && blocks.count[i] > 0) {
     c.set_group(cross, 0);
-    CompressedArgs x = a;
-    x.buf = block;
-    x.in = nullptr;
-    x.count = blocks.count[i];
-    x.op = GW_REDUCE_SUM;
-    x.stats = nullptr;
-    co_await allreduce_compressed(c, x);
+    if (gathers_encoded(M)) {
+      // Each node's sum is encoded once and every member decodes all M payloads in node order.
+      CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size());
+      co_await allreduce_sparse_allgather(c, ops, block, block, blocks.count[i], GW_REDUCE_SUM,
+                                          std::max<uint64_t>(1, a.chunk_elements));
+    } else {
+      CompressedArgs x = a;
+      x.buf = block;
+      x.in = nullptr;
+      x.count = blocks.count[i];
+      x.op = GW_REDUCE_SUM;
+      x.stats = nullptr;
+      co_await allreduce_compressed(c, x);
+    }
   }
   c.set_group({}, 0);
   if (a.op == GW_REDUCE_AVG) divide(block, blocks.count[i], GW_DTYPE_F32, world);

@@ -2,9 +2,11 @@
 //
 //   1. reduce-scatter inside the node (ring over the node's ranks, exact f32 sums): local index i ends
 //      holding block i of the node's sum;
-//   2. each local index i runs the compressed allreduce of block i with its peers on the other nodes
-//      (the cross group: one rank per node), in parallel with the other local indices — the only lossy
-//      step, quantizing each node's sum once instead of every rank's contribution;
+//   2. each local index i exchanges block i compressed with its peers on the other nodes (the cross
+//      group: one rank per node), in parallel with the other local indices — the only lossy step. With
+//      2 nodes each node's sum is encoded once and the payloads are gathered and decoded in node order
+//      (as many bytes as the scatter-reduce-allgather, one quantization); with more nodes the cross
+//      group runs the flat compressed allreduce (bandwidth-optimal; its owners re-encode the sums);
 //   3. allgather inside the node of the finished blocks.
 // Every rank ends with the same bits: the cross group's compressed allreduce leaves identical results on
 // its members and the allgather copies them. Behaviour and measurements: docs/two-level.md.
@@ -21,6 +23,11 @@ namespace gw::coll {
 // [collectives] two_level (auto, on, off). Throws GW_ERR_UNSUPPORTED with "on" and nodes of different
 // sizes (every rank has the same topology, so every rank refuses alike).
 bool use_two_level(const comm::Topology& topology, const std::string& setting);
+
+// Whether the cross phase gathers every node's encoded sum (true) or runs the compressed allreduce: the
+// gather sends (M - 1) payloads per rank where the scatter-reduce-allgather sends 2 (M - 1) / M, so it
+// is chosen while that costs no more (M <= 2).
+bool gathers_encoded(uint32_t nodes);
 
 // The algorithm above over args (in place on args.buf; args.in read when set).
 Task allreduce_two_level(Collective& c, CompressedArgs args, comm::Topology topology);

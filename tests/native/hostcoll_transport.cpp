@@ -169,13 +169,15 @@ gw_status wrap(gw_status st, gw_transport_request* inner, gw_transport_request**
 gw_status send_start(void* p, uint32_t peer, uint64_t tag, const gw_tensor* buf, gw_transport_request** request) {
   auto* t = static_cast<Transport*>(p);
   gw_transport_request* inner = nullptr;
-  return wrap(t->ucx->send_start(t->inner, peer, tag, buf, &inner), inner, request);
+  const gw_status st = t->ucx->send_start(t->inner, peer, tag, buf, &inner);
+  return wrap(st, inner, request);
 }
 
 gw_status recv_start(void* p, uint32_t peer, uint64_t tag, gw_tensor* buf, gw_transport_request** request) {
   auto* t = static_cast<Transport*>(p);
   gw_transport_request* inner = nullptr;
-  return wrap(t->ucx->recv_start(t->inner, peer, tag, buf, &inner), inner, request);
+  const gw_status st = t->ucx->recv_start(t->inner, peer, tag, buf, &inner);
+  return wrap(st, inner, request);
 }
 
 void finish(Native& n, uint32_t rank, uint32_t size) {
@@ -205,7 +207,7 @@ void finish(Native& n, uint32_t rank, uint32_t size) {
 gw_status test(void* p, gw_transport_request* handle, uint64_t* bytes_out) {
   auto* t = static_cast<Transport*>(p);
   auto* r = reinterpret_cast<Request*>(handle);
-  if (r->inner != nullptr) return t->ucx->test(t->inner, r->inner, bytes_out);
+  if (r->native == nullptr) return t->ucx->test(t->inner, r->inner, bytes_out);  // point-to-point
   Native& n = *r->native;
   if (!n.finished) {
     for (auto& op : n.ops) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <map>
@@ -77,6 +78,20 @@ TEST(NcclTransport, DescriptorDeclaresDeviceMemoryAndEveryNativeCollective) {
   EXPECT_EQ(entry(GW_ABI_VERSION_MAJOR + 1, 0), nullptr) << "another ABI major must be refused";
 }
 
+// The runtime's loader validates the descriptor and the key table (names, clashes with [transport]).
+TEST(NcclTransport, LoadsIntoTheRuntime) {
+  FILE* p = popen((std::string(GW_CLI) + " plugins 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  EXPECT_NE(out.find("nccl 1.0.0"), std::string::npos) << out;
+  EXPECT_NE(out.find("transport nccl:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
+}
+
 TEST(NcclTransport, WithoutADeviceCreationIsAClearError) {
   if (have_device()) GTEST_SKIP() << "a CUDA device is present";
   const gw_transport_vtable* v = load();
@@ -99,7 +114,7 @@ struct OneRank {
     gw_transport_init init = GW_TRANSPORT_INIT_INIT;
     init.timeout_s = timeout_s;
     gw_config cfg;
-    cfg.ints["device"] = 0;
+    cfg.ints["cuda_device"] = 0;
     EXPECT_EQ(v->create(nullptr, host(), &cfg, &init, &t), GW_OK) << g_error;
     const void* blob = nullptr;
     uint64_t size = 0;

@@ -58,6 +58,15 @@ TEST(TwoLevel, OneBitIsAtLeastAsAccurateAsFlatOnTwoNodesOfTwo) {
   EXPECT_LE(two.rms, flat.rms) << "two-level rms " << two.rms << " vs flat " << flat.rms;
 }
 
+// With 4 nodes the cross groups run the bandwidth-optimal scatter-reduce-allgather, whose owners
+// re-encode the sums as the flat algorithm does: the error stays within 10 % of flat's (measured: 4 %
+// above in rms for int8, below for one bit).
+TEST(TwoLevel, Int8OnFourNodesOfTwoStaysCloseToFlat) {
+  const Error flat = run_ok(8, 2, "off", "int8");
+  const Error two = run_ok(8, 2, "on", "int8");
+  EXPECT_LE(two.rms, flat.rms * 1.10) << "two-level rms " << two.rms << " vs flat " << flat.rms;
+}
+
 TEST(TwoLevel, UnevenNodesAreRefusedWhenForcedOnEveryRank) {
   gwtest::TempDir dir;
   const auto r = run_ranks(3, 2, "on", "int8", (dir.path / "e.txt").string());

@@ -60,7 +60,9 @@ TEST(Staging, SixteenBitValuesRoundTripExactlyAndRoundToNearestEven) {
       EXPECT_TRUE(std::isnan(from_bf16(to_bf16(b))));
     }
     const float f = from_f16(uint16_t(h));
-    if (!std::isnan(f)) EXPECT_EQ(to_f16(f), h);
+    if (!std::isnan(f)) {
+      EXPECT_EQ(to_f16(f), h);
+    }
   }
   // 1 + 2^-8 is halfway between two bf16 values: ties go to the even one (1.0).
   EXPECT_EQ(to_bf16(1.0f + 1.0f / 256), to_bf16(1.0f));

@@ -14,7 +14,7 @@
 //   the progress path blocks. An operation that takes longer than the timeout, gw_comm_abort, an
 //   asynchronous NCCL error, or freeing an operation still in flight ends the NCCL communicator with
 //   ncclCommAbort: every pending and later request then fails.
-// - Which GPU: [transport.nccl] device, or (-1, the default) the local rank modulo the visible devices;
+// - Which GPU: [transport.nccl] cuda_device, or (-1, the default) the local rank modulo the visible devices;
 //   the local rank comes from the launcher's variables (GW_LOCAL_RANK, LOCAL_RANK,
 //   OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID).
 #include <cuda_runtime_api.h>
@@ -35,7 +35,7 @@ constexpr char kName[] = "nccl";
 constexpr uint32_t kBlobMagic = 0x4c43434eu;  // "NCCL"
 
 const gw_config_key kConfigKeys[] = {
-    {sizeof(gw_config_key), "device", GW_CONFIG_INT, "-1",
+    {sizeof(gw_config_key), "cuda_device", GW_CONFIG_INT, "-1",
      "CUDA device of this rank; -1 picks the local rank modulo the number of visible devices", -1.0, 1024.0,
      nullptr},
     {sizeof(gw_config_key), "close_timeout_s", GW_CONFIG_FLOAT, "10",
@@ -143,7 +143,7 @@ gw_status check_device_tensor(Transport& t, const gw_tensor* buf, const char* wh
   if (buf->device != t.device)
     return error(t.host, GW_ERR_INVALID_ARGUMENT,
                  std::string(what) + " lives on CUDA device " + std::to_string(buf->device) + " but this rank's NCCL "
-                 "communicator uses device " + std::to_string(t.device) + " ([transport.nccl] device, local rank)");
+                 "communicator uses device " + std::to_string(t.device) + " ([transport.nccl] cuda_device, local rank)");
   return GW_OK;
 }
 
@@ -253,11 +253,11 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
                  "no CUDA device is usable on this machine (" + (e != cudaSuccess ? cuda_text(e) : std::string("0 devices")) +
                      "); the NCCL transport needs one GPU per rank. Choose another transport ([transport] inter/intra)");
   int64_t wanted = -1;
-  if (config != nullptr && host->config_get_int != nullptr) host->config_get_int(config, "device", &wanted);
+  if (config != nullptr && host->config_get_int != nullptr) host->config_get_int(config, "cuda_device", &wanted);
   double close_timeout = 10;
   if (config != nullptr && host->config_get_float != nullptr) host->config_get_float(config, "close_timeout_s", &close_timeout);
   if (wanted >= devices)
-    return error(host, GW_ERR_CONFIG, "[transport.nccl] device = " + std::to_string(wanted) + " but only " +
+    return error(host, GW_ERR_CONFIG, "[transport.nccl] cuda_device = " + std::to_string(wanted) + " but only " +
                                           std::to_string(devices) + " CUDA devices are visible (CUDA_VISIBLE_DEVICES?)");
   auto* t = new (std::nothrow) Transport();
   if (t == nullptr) return error(host, GW_ERR_NO_MEMORY, "out of memory");
