@@ -10,6 +10,7 @@
 #include "collectives/algorithms.hpp"
 #include "bootstrap/rendezvous.hpp"
 #include "comm/identity.hpp"
+#include "comm/native.hpp"
 #include "comm/transport_p2p.hpp"
 #include "core/error.hpp"
 
@@ -74,6 +75,12 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   init.local_rank = launch.local_rank;
   init.timeout_s = settings.timeout_s;
   auto transport = std::make_unique<TransportP2P>(ref, runtime.config(), init);
+  if ((transport->vtable().memory_kinds & (1u << GW_MEMORY_HOST)) == 0)
+    fail(GW_ERR_CONFIG, "[transport] inter = \"" + transport->name() + "\" carries " +
+                            memory_kinds_text(transport->vtable().memory_kinds) +
+                            " memory only, but the communicator's control messages and its own algorithms run in "
+                            "host memory: use a host transport there (ucx) and [transport] device = \"" +
+                            transport->name() + "\" for device tensors");
 
   const Identity mine = Identity::of(runtime, transport->name());
   const std::string host = host_key();

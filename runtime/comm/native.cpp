@@ -17,7 +17,7 @@ const char* memory_name(gw_memory_kind m) {
   }
 }
 
-// The transport's native entry point for `kind`, or nullptr.
+// Whether the transport's vtable has a native entry point for `kind` (within its struct_size).
 bool offers(const gw_transport_vtable& v, CollectiveKind kind) {
   const auto has = [&](size_t offset) { return v.struct_size >= offset + sizeof(void*); };
   switch (kind) {

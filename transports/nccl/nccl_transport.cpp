@@ -198,11 +198,10 @@ void fail_request(Request& r, gw_status st, const std::string& message) {
 }
 
 // Records the completion event of a request whose work NCCL has enqueued.
-void record(Transport& t, Request& r) {
+void record(Request& r) {
   const cudaError_t e = cudaEventRecord(r.event, r.stream);
   if (e != cudaSuccess) return fail_request(r, GW_ERR_TRANSPORT, "cudaEventRecord: " + cuda_text(e));
   r.state = Request::State::Running;
-  (void)t;
 }
 
 // Issues the queued point-to-point operations as one NCCL group.
@@ -420,7 +419,7 @@ gw_status test(void* p, gw_transport_request* handle, uint64_t* bytes) {
     if (st < 0 && r->state != Request::State::Failed) fail_request(*r, st, t->broken_message);
     if (r->state == Request::State::Enqueuing) {
       st = comm_state(*t);
-      if (st == GW_OK) record(*t, *r);
+      if (st == GW_OK) record(*r);
       else if (st < 0) fail_request(*r, st, t->broken_message);
     }
     if (r->state == Request::State::Running) {
