@@ -1,15 +1,15 @@
 // Two-level compressed allreduce: exact inside each node, compressed only between nodes.
 //
-//   1. reduce-scatter inside the node (ring over the node's ranks, exact f32 sums): local index i ends
-//      holding block i of the node's sum;
+//   1. reduce-scatter inside the node (exact f32 sums): local index i ends holding block i of the
+//      node's sum;
 //   2. each local index i exchanges block i compressed with its peers on the other nodes (the cross
 //      group: one rank per node), in parallel with the other local indices — the only lossy step. With
 //      2 nodes each node's sum is encoded once and the payloads are gathered and decoded in node order
-//      (as many bytes as the scatter-reduce-allgather, one quantization); with more nodes the cross
-//      group runs the flat compressed allreduce (bandwidth-optimal; its owners re-encode the sums);
+//      (as many bytes as a scatter-reduce-allgather, one quantization); with more nodes the cross group
+//      runs a scatter-reduce-allgather (bandwidth-optimal; its owners re-encode the sums);
 //   3. allgather inside the node of the finished blocks.
-// Every rank ends with the same bits: the cross group's compressed allreduce leaves identical results on
-// its members and the allgather copies them. Behaviour and measurements: docs/two-level.md.
+// The phases are pipelined over pieces (allreduce_two_level_pipelined.cpp). Every rank ends with the same
+// bits. Behaviour and measurements: docs/two-level.md.
 #pragma once
 
 #include <string>
