@@ -4,6 +4,7 @@
 // timeout run for real.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <gradwire/gradwire.h>
 #include <gradwire/plugin.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +16,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "gw_test.hpp"
 
 struct gw_config {
   std::map<std::string, int64_t> ints;
@@ -103,6 +106,23 @@ TEST(NcclTransport, WithoutADeviceCreationIsAClearError) {
   EXPECT_EQ(t, nullptr);
   EXPECT_NE(g_error.find("no CUDA device"), std::string::npos) << g_error;
   EXPECT_NE(g_error.find("[transport]"), std::string::npos) << g_error;
+}
+
+// The communicator's device transport ([transport] device = "nccl") on a machine without a GPU: creation
+// fails on the rank with the transport's reason, nothing hangs.
+TEST(NcclTransport, AsTheDeviceTransportWithoutADeviceTheCommunicatorRefusesClearly) {
+  if (have_device()) GTEST_SKIP() << "a CUDA device is present";
+  gw_runtime* rt = nullptr;
+  ASSERT_EQ(gwtest::create_runtime("[transport]\ndevice = \"nccl\"\n", &rt), GW_OK) << gw_last_error();
+  gw_comm_options o = GW_COMM_OPTIONS_INIT;
+  o.rank = 0;
+  o.world_size = 1;
+  o.root_address = "127.0.0.1";
+  gw_comm* comm = nullptr;
+  EXPECT_EQ(gw_comm_create(rt, &o, &comm), GW_ERR_UNSUPPORTED);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_NE(std::string(gw_last_error()).find("no CUDA device"), std::string::npos) << gw_last_error();
+  gw_runtime_destroy(rt);
 }
 
 // ---- with a device ------------------------------------------------------------------------------

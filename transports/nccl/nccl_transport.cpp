@@ -250,7 +250,8 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
   if (e != cudaSuccess || devices == 0)
     return error(host, GW_ERR_UNSUPPORTED,
                  "no CUDA device is usable on this machine (" + (e != cudaSuccess ? cuda_text(e) : std::string("0 devices")) +
-                     "); the NCCL transport needs one GPU per rank. Choose another transport ([transport] inter/intra)");
+                     "); the NCCL transport needs one GPU per rank. On a machine without GPUs set [transport] device = "
+                     "\"none\" (and do not name nccl in [transport] inter)");
   int64_t wanted = -1;
   if (config != nullptr && host->config_get_int != nullptr) host->config_get_int(config, "cuda_device", &wanted);
   double close_timeout = 10;
