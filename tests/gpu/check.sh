@@ -25,7 +25,7 @@ cmake --build "$build" -j "$jobs" --target gw_plugin_fp16 gw_plugin_bf16 gw_plug
   gw_plugin_topk gw_plugin_randomk gpu_codecs_test gw_gpu_g1 gpu_sparse_test gpu_sparse_cabi_test gw_gpu_g2 \
   gw_plugin_nccl nccl_transport_test gpu_path_test
 
-echo "== G3 and the NCCL transport on one rank (ctest -L gpu)"
+echo "== G3, the NCCL transport on one rank, device tensors through the C ABI (ctest -L gpu)"
 status=0
 (cd "$build" && ctest -L gpu --output-on-failure) || status=1
 
