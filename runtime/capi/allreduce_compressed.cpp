@@ -2,8 +2,11 @@
 #include <gradwire/gradwire.h>
 
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "codec/codec.hpp"
+#include "codec/staging.hpp"
 #include "collectives/compressed.hpp"
 #include "comm/compressed_start.hpp"
 #include "comm/communicator.hpp"
@@ -11,13 +14,17 @@
 
 namespace {
 
-const gw_tensor& f32_host(const gw_tensor* t, const char* what) {
+// f32, f16 or bf16 in host or CUDA memory. Anything but f32 host memory is staged through an f32 host
+// buffer (codec/staging.hpp): the reduction accumulates in f32 and the result is rounded once.
+const gw_tensor& checked_tensor(const gw_tensor* t, const char* what) {
   gw::require_struct(t, t ? t->struct_size : 0, sizeof(gw_tensor), what);
-  if (t->memory != GW_MEMORY_HOST)
-    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + ": the compressed allreduce takes host memory only");
-  if (t->dtype != GW_DTYPE_F32)
-    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + " is " + gw_dtype_name(t->dtype) +
-                                     "; the compressed allreduce reduces f32 tensors (use gw_allreduce for others)");
+  if (t->memory != GW_MEMORY_HOST && t->memory != GW_MEMORY_CUDA)
+    gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->memory " + std::to_string(int(t->memory)) +
+                                          " is not a gw_memory_kind");
+  if (!gw::staging::supported(t->dtype))
+    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + " is " + (gw_dtype_name(t->dtype) ? gw_dtype_name(t->dtype) : "?") +
+                                     "; the compressed allreduce reduces f32, f16 and bf16 tensors (use gw_allreduce "
+                                     "for others)");
   if (t->count > 0 && t->data == nullptr) gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->data is NULL");
   return *t;
 }
@@ -40,8 +47,8 @@ GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, c
       ctx.seed = context->seed;
       ctx.step = context->step;
     }
-    const gw_tensor& i = f32_host(in, "in");
-    const gw_tensor& o = f32_host(out, "out");
+    const gw_tensor& i = checked_tensor(in, "in");
+    const gw_tensor& o = checked_tensor(out, "out");
     if (i.count != o.count)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements, out " +
                                             std::to_string(o.count) + "; allreduce needs the same count");
@@ -51,11 +58,24 @@ GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, c
     gw::coll::CompressedArgs a;
     a.codec = codec->impl.get();
     a.ctx = ctx;
-    a.buf = static_cast<float*>(o.data);
-    if (i.data != o.data) a.in = static_cast<const float*>(i.data);
     a.count = o.count;
     a.op = op;
-    *request = gw::comm::start_allreduce_compressed(*comm->impl, a);
+    const bool direct = i.memory == GW_MEMORY_HOST && o.memory == GW_MEMORY_HOST && i.dtype == GW_DTYPE_F32 &&
+                        o.dtype == GW_DTYPE_F32;
+    if (direct) {
+      a.buf = static_cast<float*>(o.data);
+      if (i.data != o.data) a.in = static_cast<const float*>(i.data);
+      *request = gw::comm::start_allreduce_compressed(*comm->impl, a);
+      return GW_OK;
+    }
+    // Staged: the input read into f32 host memory now, the result written back into `out` when the
+    // algorithm completes (the staging buffer lives as long as the collective's closure).
+    auto staged = std::make_shared<std::vector<float>>(o.count);
+    gw::staging::read_f32(i, staged->data());
+    a.buf = staged->data();
+    const gw_tensor target = o;
+    *request = gw::comm::start_allreduce_compressed(*comm->impl, a, std::nullopt,
+                                                    [staged, target] { gw::staging::write_f32(staged->data(), target); });
     return GW_OK;
   });
 }

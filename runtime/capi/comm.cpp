@@ -8,6 +8,7 @@
 #include "comm/communicator.hpp"
 #include "comm/compressed_start.hpp"
 #include "comm/create.hpp"
+#include "comm/native.hpp"
 #include "core/error.hpp"
 #include "core/runtime.hpp"
 
@@ -25,8 +26,11 @@ Communicator& get(gw_comm* comm) {
 
 const gw_tensor& checked(const gw_tensor* t, const char* what, bool reduction) {
   gw::require_struct(t, t ? t->struct_size : 0, sizeof(gw_tensor), what);
-  if (t->memory != GW_MEMORY_HOST)
-    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + ": the collectives over point-to-point take host memory only");
+  // Device memory goes on to the native-collective dispatch (comm/native.hpp), which refuses it clearly
+  // where the transport cannot take it.
+  if (t->memory != GW_MEMORY_HOST && t->memory != GW_MEMORY_CUDA)
+    gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->memory " + std::to_string(int(t->memory)) +
+                                          " is not a gw_memory_kind");
   if (gw_dtype_size(t->dtype) == 0)
     gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->dtype " + std::to_string(int(t->dtype)) + " is not a gw_dtype");
   if (reduction && t->dtype == GW_DTYPE_U8)
@@ -99,6 +103,10 @@ gw_status start_allgatherv(gw_comm* comm, const gw_tensor* in, gw_tensor* out, s
   const gw_tensor& i = checked(in, "in", false);
   const gw_tensor& o = checked(out, "out", false);
   check_same_dtype(i, o);
+  if (kind == CollectiveKind::Allgather && i.count * c.size() == o.count)
+    if (gw_request* native = gw::comm::start_native(c, {kind, &i, out, GW_REDUCE_SUM, 0})) return start(request, native);
+  gw::comm::require_p2p_memory(c, i, "in");
+  gw::comm::require_p2p_memory(c, o, "out");
   const uint32_t r = c.rank();
   uint64_t total = 0;
   for (uint64_t n : counts) total += n;
@@ -191,6 +199,8 @@ GW_API gw_status gw_allreduce_start(gw_comm* comm, const gw_tensor* in, gw_tenso
     if (i.count != o.count)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements, out " +
                                             std::to_string(o.count) + "; allreduce needs the same count");
+    if (gw_request* native = gw::comm::start_native(c, {CollectiveKind::Allreduce, &i, out, op, 0}))
+      return start(request, native);
     copy_if_distinct(o.data, i.data, bytes_of(o));
     return start(request, gw::comm::start_allreduce_dense(c, o.data, o.count, o.dtype, op));
   });
@@ -208,6 +218,8 @@ GW_API gw_status gw_reduce_scatter_start(gw_comm* comm, const gw_tensor* in, gw_
     if (i.count != o.count * n)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "reduce_scatter: in has " + std::to_string(i.count) + " elements; it needs " +
                                             std::to_string(n) + " (ranks) x " + std::to_string(o.count) + " (out)");
+    if (gw_request* native = gw::comm::start_native(c, {CollectiveKind::ReduceScatter, &i, out, op, 0}))
+      return start(request, native);
     Signature s{CollectiveKind::ReduceScatter, op, o.dtype, o.count, 0, 0};
     const gw_dtype dtype = o.dtype;
     const uint64_t count = o.count;
@@ -258,6 +270,8 @@ GW_API gw_status gw_broadcast_start(gw_comm* comm, gw_tensor* buf, uint32_t root
     if (root >= c.size())
       gw::fail(GW_ERR_INVALID_ARGUMENT, "broadcast root " + std::to_string(root) + " is not a rank (world size " +
                                             std::to_string(c.size()) + ")");
+    if (gw_request* native = gw::comm::start_native(c, {CollectiveKind::Broadcast, nullptr, buf, GW_REDUCE_SUM, root}))
+      return start(request, native);
     Signature s{CollectiveKind::Broadcast, GW_REDUCE_SUM, b.dtype, b.count, root, 0};
     void* data = b.data;
     const uint64_t bytes = bytes_of(b);
@@ -293,6 +307,7 @@ GW_API gw_status gw_send_start(gw_comm* comm, const gw_tensor* buf, uint32_t pee
     if (peer == c.rank())
       gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is this rank; transports carry messages "
                                         "between ranks only (copy the buffer instead)");
+    gw::comm::require_p2p_memory(c, b, "buf");
     *request = c.start_send(peer, tag, b.data, bytes_of(b));
     return GW_OK;
   });
@@ -311,6 +326,7 @@ GW_API gw_status gw_recv_start(gw_comm* comm, gw_tensor* buf, uint32_t peer, uin
     if (peer == c.rank())
       gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is this rank; transports carry messages "
                                         "between ranks only (copy the buffer instead)");
+    gw::comm::require_p2p_memory(c, b, "buf");
     *request = c.start_recv(peer, tag, b.data, bytes_of(b));
     return GW_OK;
   });

@@ -72,8 +72,9 @@ std::string Cluster::script() {
                                       "); set GW_CLUSTER_SCRIPT to its path");
 }
 
-std::optional<Cluster> Cluster::up(int ranks, const std::string& rate, const std::string& who) {
+std::optional<Cluster> Cluster::up(int ranks, const std::string& rate, const std::string& who, int ranks_per_node) {
   check_rate(rate, who);
+  if (ranks_per_node < 1) throw Failure(GW_ERR_INVALID_ARGUMENT, who + ": ranks per node must be at least 1");
   if (geteuid() != 0) {
     std::fprintf(stderr,
                  "%s: --link %s needs root to build network namespaces (run as root or with sudo); running the "
@@ -83,7 +84,9 @@ std::optional<Cluster> Cluster::up(int ranks, const std::string& rate, const std
   }
   const std::string path = script();
   Cluster c(path, "gw" + std::to_string(getpid()), rate);
-  const int status = run_script(path, c.name_, {"up", std::to_string(ranks), rate});
+  c.ranks_per_node_ = ranks_per_node;
+  const int nodes = (ranks + ranks_per_node - 1) / ranks_per_node;
+  const int status = run_script(path, c.name_, {"up", std::to_string(nodes), rate});
   if (status != 0) {
     c.active_ = false;
     run_script(path, c.name_, {"down"});  // the script cleans up after itself; this makes sure
@@ -95,7 +98,11 @@ std::optional<Cluster> Cluster::up(int ranks, const std::string& rate, const std
 }
 
 Cluster::Cluster(Cluster&& other) noexcept
-    : script_(std::move(other.script_)), name_(std::move(other.name_)), rate_(std::move(other.rate_)), active_(other.active_) {
+    : script_(std::move(other.script_)),
+      name_(std::move(other.name_)),
+      rate_(std::move(other.rate_)),
+      ranks_per_node_(other.ranks_per_node_),
+      active_(other.active_) {
   other.active_ = false;
 }
 

@@ -5,6 +5,9 @@
 // others run on (tests use it to watch how they handle a dead peer). --link RATE places every rank in its
 // own network namespace of the emulated cluster (cluster.hpp): UCX over TCP on the namespace's veth, the
 // root at rank 0's address; the namespaces are removed when the ranks are done, also after failures.
+// --ranks-per-node K groups ranks r with the same r / K into one node: GW_NODE_ID, GW_LOCAL_RANK and
+// GW_LOCAL_SIZE say so (the two-level collectives read them), and with --link they share one namespace
+// and its link.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -105,7 +109,7 @@ std::string describe(int status) {
 }
 
 pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& command, int out_fd, int err_fd,
-                 const Cluster* cluster) {
+                 const Cluster* cluster, int per_node) {
   const pid_t pid = fork();
   if (pid < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: fork: ") + std::strerror(errno));
   if (pid > 0) {
@@ -117,8 +121,14 @@ pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& comm
   dup2(err_fd, STDERR_FILENO);
   setenv("GW_RANK", std::to_string(rank).c_str(), 1);
   setenv("GW_WORLD_SIZE", std::to_string(n).c_str(), 1);
-  setenv("GW_LOCAL_RANK", std::to_string(rank).c_str(), 1);
-  setenv("GW_LOCAL_SIZE", std::to_string(n).c_str(), 1);
+  if (per_node > 0) {  // emulated nodes: the last one may hold fewer ranks
+    setenv("GW_NODE_ID", std::to_string(rank / per_node).c_str(), 1);
+    setenv("GW_LOCAL_RANK", std::to_string(rank % per_node).c_str(), 1);
+    setenv("GW_LOCAL_SIZE", std::to_string(std::min(per_node, n - rank / per_node * per_node)).c_str(), 1);
+  } else {
+    setenv("GW_LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    setenv("GW_LOCAL_SIZE", std::to_string(n).c_str(), 1);
+  }
   setenv("GW_ROOT_ADDR", "127.0.0.1", 1);
   setenv("GW_ROOT_PORT", std::to_string(port).c_str(), 1);
   if (cluster) {
@@ -139,12 +149,13 @@ void signal_all(std::vector<Rank>& ranks, int sig) {
     if (r.running) killpg(r.pid, sig);
 }
 
-int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bool keep_going, const std::string& link) {
+int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bool keep_going, const std::string& link,
+              int per_node) {
   if (command.empty()) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: give the program to start: gradwire run -n N -- PROG ARGS");
   if (n < 1) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: -n must be at least 1");
   const int port = free_port();
   // Declared before the ranks: destroyed (namespaces removed) after they are all gone, however this ends.
-  std::optional<Cluster> cluster = link.empty() ? std::optional<Cluster>() : Cluster::up(n, link, "gradwire run");
+  std::optional<Cluster> cluster = link.empty() ? std::optional<Cluster>() : Cluster::up(n, link, "gradwire run", std::max(1, per_node));
 
   if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw Failure(GW_ERR_INTERNAL, std::string("run: pipe: ") + std::strerror(errno));
@@ -158,7 +169,7 @@ int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bo
     int pipes[2][2];
     if (pipe2(pipes[0], O_CLOEXEC) != 0 || pipe2(pipes[1], O_CLOEXEC) != 0)
       throw Failure(GW_ERR_INTERNAL, std::string("run: pipe: ") + std::strerror(errno));
-    ranks[r].pid = start_rank(r, n, port, command, pipes[0][1], pipes[1][1], cluster ? &*cluster : nullptr);
+    ranks[r].pid = start_rank(r, n, port, command, pipes[0][1], pipes[1][1], cluster ? &*cluster : nullptr, per_node);
     ranks[r].running = true;
     for (int s = 0; s < 2; ++s) {
       close(pipes[s][1]);
@@ -245,6 +256,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto grace = std::make_shared<double>(5.0);
   auto keep_going = std::make_shared<bool>(false);
   auto link = std::make_shared<std::string>();
+  auto per_node = std::make_shared<int>(0);
   cmd->add_option("-n,--ranks", *ranks, "Number of ranks")->required()->check(CLI::Range(1, 4096));
   cmd->add_option("--grace", *grace, "Seconds the other ranks get after SIGTERM before SIGKILL")->check(CLI::Range(0.0, 3600.0));
   cmd->add_flag("--keep-going", *keep_going,
@@ -253,6 +265,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--link", *link,
                   "Place every rank in its own network namespace behind a link of this rate (tc syntax: 1gbit, "
                   "10gbit, 100mbit); needs root, else runs on loopback (scripts/cluster.sh)");
+  cmd->add_option("--ranks-per-node", *per_node,
+                  "Emulate nodes of this many ranks (GW_NODE_ID, GW_LOCAL_RANK, GW_LOCAL_SIZE per node); with "
+                  "--link a node's ranks share one namespace and its link")
+      ->check(CLI::Range(1, 4096));
   // PROG ARGS: everything from the first word that is not one of run's options (or its value), or
   // everything after a "--" that comes before PROG. positionals_at_end: once the positional has its first
   // word, every later word is the program's, verbatim: options that look like run's own (-n, --link), a
@@ -262,9 +278,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                                        "passed to it unchanged)");
   cmd->positionals_at_end();
   cmd->footer("Example: gradwire run -n 4 -- ./train --epochs 3");
-  cmd->callback([&exit_code, ranks, grace, keep_going, link, command] {
+  cmd->callback([&exit_code, ranks, grace, keep_going, link, per_node, command] {
     // The "--" that ended run's options is not in `command` (CLI11 reports it in remaining()).
-    exit_code = run_ranks(*ranks, *command, *grace, *keep_going, *link);
+    exit_code = run_ranks(*ranks, *command, *grace, *keep_going, *link, *per_node);
   });
 }
 

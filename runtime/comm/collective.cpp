@@ -126,6 +126,8 @@ struct Collective::Message {
   PointToPoint::Op* body = nullptr;    // the payload of a large message
   bool head_done = false;
   bool body_done = false;
+  const char* native = nullptr;  // adopt(): a transport's own operation, no header
+  PointToPoint* via = nullptr;   // adopt(): the transport that owns `head`, when not p2p_
 };
 
 Collective::Collective(PointToPoint& p2p, uint32_t seq, const Signature& signature, double timeout_s,
@@ -140,7 +142,7 @@ Collective::Collective(PointToPoint& p2p, uint32_t seq, const Signature& signatu
 
 Collective::~Collective() {
   for (auto& m : pending_) {
-    p2p_.free(m->head);
+    (m->via ? *m->via : p2p_).free(m->head);
     p2p_.free(m->body);
   }
   // The coroutine frames reference this object; destroy them before the members they use.
@@ -166,7 +168,26 @@ unsigned char* Collective::scratch(unsigned slot, uint64_t bytes) {
   return s.data.get();
 }
 
+void Collective::set_group(std::vector<uint32_t> members, uint32_t step_base) {
+  group_rank_ = 0;
+  bool found = members.empty();
+  for (uint32_t i = 0; i < members.size(); ++i) {
+    if (members[i] >= size_) fail(GW_ERR_INTERNAL, "collective group names rank " + std::to_string(members[i]));
+    if (members[i] == rank_) {
+      group_rank_ = i;
+      found = true;
+    }
+  }
+  if (!found) fail(GW_ERR_INTERNAL, "collective group without rank " + std::to_string(rank_));
+  group_ = std::move(members);
+  step_base_ = group_.empty() ? 0 : step_base;
+}
+
 uint32_t Collective::send(uint32_t peer, uint32_t step, const void* data, uint64_t bytes) {
+  if (!group_.empty()) {
+    peer = group_.at(peer);
+    step += step_base_;
+  }
   auto m = std::make_unique<Message>();
   m->id = uint32_t(received_.size());
   received_.push_back(0);
@@ -209,6 +230,10 @@ uint32_t Collective::recv_upto(uint32_t peer, uint32_t step, void* data, uint64_
 }
 
 uint32_t Collective::start_recv(uint32_t peer, uint32_t step, void* data, uint64_t bytes, bool exact) {
+  if (!group_.empty()) {
+    peer = group_.at(peer);
+    step += step_base_;
+  }
   auto m = std::make_unique<Message>();
   m->id = uint32_t(received_.size());
   received_.push_back(0);
@@ -226,6 +251,20 @@ uint32_t Collective::start_recv(uint32_t peer, uint32_t step, void* data, uint64
   // A receive of unknown size posts its payload receive once the header said how large it is.
   if (exact && bytes > kPackedLimit) m->body = p2p_.recv(peer, tag | tags::kPayload, data, bytes);
   m->body_done = !exact || bytes <= kPackedLimit;
+  const uint32_t id = m->id;
+  pending_.push_back(std::move(m));
+  return id;
+}
+
+uint32_t Collective::adopt(PointToPoint::Op* op, const char* what, PointToPoint* via) {
+  auto m = std::make_unique<Message>();
+  m->id = uint32_t(received_.size());
+  received_.push_back(0);
+  m->peer = rank_;
+  m->native = what;
+  m->via = via;
+  m->head = op;
+  m->body_done = true;
   const uint32_t id = m->id;
   pending_.push_back(std::move(m));
   return id;
@@ -291,9 +330,10 @@ void Collective::check_header(const Message& m, uint64_t received) const {
 bool Collective::poll_message(Message& m) {
   uint64_t received = 0;
   if (!m.head_done) {
-    if (!p2p_.test(m.head, &received)) return false;
+    PointToPoint& owner = m.via ? *m.via : p2p_;
+    if (!owner.test(m.head, &received)) return false;
     m.head_done = true;
-    p2p_.free(m.head);
+    owner.free(m.head);
     m.head = nullptr;
     if (m.is_recv) {
       check_header(m, received);
@@ -330,7 +370,8 @@ void Collective::fail_timeout(const std::string& detail) const {
   std::set<std::string> seen;
   std::string peers;
   for (const auto& m : pending_) {
-    const std::string what = std::string(m->is_recv ? "from" : "to") + " rank " + std::to_string(m->peer);
+    const std::string what = m->native ? std::string("the transport's ") + m->native
+                                       : std::string(m->is_recv ? "from" : "to") + " rank " + std::to_string(m->peer);
     if (seen.insert(what).second) peers += (peers.empty() ? "" : ", ") + what;
   }
   fail(GW_ERR_TIMEOUT, "collective #" + std::to_string(seq_) + " " + signature_.describe() + ": rank " +

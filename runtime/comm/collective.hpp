@@ -96,8 +96,8 @@ class Collective {
   Collective(const Collective&) = delete;
   Collective& operator=(const Collective&) = delete;
 
-  uint32_t rank() const { return rank_; }
-  uint32_t size() const { return size_; }
+  uint32_t rank() const { return group_.empty() ? rank_ : group_rank_; }
+  uint32_t size() const { return group_.empty() ? size_ : uint32_t(group_.size()); }
   uint32_t seq() const { return seq_; }
   const Signature& signature() const { return signature_; }
 
@@ -110,6 +110,15 @@ class Collective {
   // size that arrived is received_bytes(id) once the message completed. A larger message is
   // GW_ERR_CORRUPT naming the sender.
   uint32_t recv_upto(uint32_t peer, uint32_t step, void* data, uint64_t capacity);
+  // Hierarchical algorithms (collectives/two_level.hpp) run the flat algorithms on a subset of the ranks:
+  // while a group is set, rank() and size() are this rank's index in `members` (world ranks, which must
+  // hold this rank) and their number, peers passed to send/recv are indices into `members`, and
+  // `step_base` is added to every message number. An empty `members` ends the group.
+  void set_group(std::vector<uint32_t> members, uint32_t step_base);
+  // An operation started on the transport directly (a native collective, comm/native.hpp): awaited
+  // like a message, without a header; `what` names it in timeout messages.
+  // `via`: the transport that started it, when not the collective's own (a device transport).
+  uint32_t adopt(PointToPoint::Op* op, const char* what, PointToPoint* via = nullptr);
   uint64_t received_bytes(uint32_t id) const { return received_.at(id); }
   // Payload bytes of every message this rank started sending (headers not counted).
   uint64_t bytes_sent() const { return bytes_sent_; }
@@ -169,6 +178,9 @@ class Collective {
   PointToPoint& p2p_;
   uint32_t rank_;
   uint32_t size_;
+  std::vector<uint32_t> group_;  // set_group: world ranks by group index; empty: the whole world
+  uint32_t group_rank_ = 0;
+  uint32_t step_base_ = 0;
   uint32_t seq_;
   Signature signature_;
   double timeout_s_;

@@ -478,6 +478,7 @@ void Communicator::free(gw_request* r) {
 void Communicator::abort() noexcept {
   aborted_.store(true);
   p2p_->abort();
+  if (device_) device_->abort();
 }
 
 }  // namespace gw::comm

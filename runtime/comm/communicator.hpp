@@ -24,6 +24,7 @@
 
 #include "comm/collective.hpp"
 #include "comm/p2p.hpp"
+#include "comm/topology.hpp"
 
 namespace gw::comm {
 class Communicator;
@@ -59,6 +60,7 @@ struct CommSettings {
   uint64_t ring_threshold_bytes = 64 * 1024;  // allreduce: recursive doubling below, ring from here
   uint64_t pipeline_chunk_bytes = 1 << 20;    // compressed allreduce: f32 bytes per pipelined piece
   uint64_t wait_spin_us = 50;                 // [runtime] wait_spin_us, "auto" resolved at creation
+  std::string two_level = "auto";             // [collectives] two_level: auto, on, off
 };
 
 class Communicator {
@@ -72,6 +74,13 @@ class Communicator {
   uint32_t size() const { return p2p_->size(); }
   const CommSettings& settings() const { return settings_; }
   PointToPoint& p2p() { return *p2p_; }
+  // The transport for device tensors ([transport] device), or nullptr: native collectives on CUDA memory
+  // go to it (comm/native.hpp). Set at creation.
+  PointToPoint* device_transport() { return device_.get(); }
+  void set_device_transport(std::unique_ptr<PointToPoint> t) { device_ = std::move(t); }
+  // Which ranks share a node (gathered at creation); the two-level collectives read it.
+  const Topology& topology() const { return topology_; }
+  void set_topology(Topology t) { topology_ = std::move(t); }
 
   // Starts a collective: `algorithm` builds the coroutine over the Collective the communicator creates.
   gw_request* start_collective(const Signature& signature, const std::function<Task(Collective&)>& algorithm);
@@ -127,7 +136,9 @@ class Communicator {
   void fail_all(gw_status status, const std::string& message, bool notify, uint32_t from_seq = 0);
 
   std::unique_ptr<PointToPoint> p2p_;
+  std::unique_ptr<PointToPoint> device_;
   CommSettings settings_;
+  Topology topology_;
   uint32_t next_seq_ = 0;
   std::set<gw_request*> live_;
   std::list<gw_request*> active_;

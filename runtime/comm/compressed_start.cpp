@@ -1,12 +1,29 @@
 #include "comm/compressed_start.hpp"
 
-namespace gw::comm {
+#include "collectives/two_level.hpp"
 
-gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs a, std::optional<uint32_t> seq) {
+namespace gw::comm {
+namespace {
+
+Task then(Task algorithm, std::function<void()> finish) {
+  co_await algorithm;
+  if (finish) finish();
+}
+
+}  // namespace
+
+gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs a, std::optional<uint32_t> seq,
+                                       std::function<void()> finish) {
   a.chunk_elements = std::max<uint64_t>(1, comm.settings().pipeline_chunk_bytes / 4);
   a.ring_threshold_bytes = comm.settings().ring_threshold_bytes;
   const Signature s{CollectiveKind::Allreduce, a.op, GW_DTYPE_F32, a.count, 0, a.codec->id()};
-  const auto algorithm = [a](Collective& c) { return coll::allreduce_compressed(c, a); };
+  if (coll::use_two_level(comm.topology(), comm.settings().two_level)) {
+    const auto two_level = [a, t = comm.topology(), finish](Collective& c) {
+      return then(coll::allreduce_two_level(c, a, t), finish);
+    };
+    return seq ? comm.start_collective_at(*seq, s, two_level) : comm.start_collective(s, two_level);
+  }
+  const auto algorithm = [a, finish](Collective& c) { return then(coll::allreduce_compressed(c, a), finish); };
   return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "collectives/compressed.hpp"
@@ -12,8 +13,11 @@ namespace gw::comm {
 // Starts allreduce_compressed(args) with the communicator's pipelining and ring settings; the message
 // headers carry the codec's id, so ranks with another codec fail with GW_ERR_MISMATCH. `seq`: a number
 // from Communicator::reserve_sequence, or the next one.
+// `finish`, when set, runs once the algorithm has completed on this rank (staged tensors are written
+// back there), before the request completes.
 gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs args,
-                                       std::optional<uint32_t> seq = std::nullopt);
+                                       std::optional<uint32_t> seq = std::nullopt,
+                                       std::function<void()> finish = {});
 
 // Starts the dense allreduce of gw_allreduce (in place).
 gw_request* start_allreduce_dense(Communicator& comm, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,

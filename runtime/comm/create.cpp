@@ -10,6 +10,7 @@
 #include "collectives/algorithms.hpp"
 #include "bootstrap/rendezvous.hpp"
 #include "comm/identity.hpp"
+#include "comm/native.hpp"
 #include "comm/transport_p2p.hpp"
 #include "core/error.hpp"
 
@@ -66,6 +67,7 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   if (o.timeout_s > 0) settings.timeout_source = "gw_comm_options.timeout_s";
   settings.ring_threshold_bytes = uint64_t(runtime.config().get_int("collectives", "ring_threshold_bytes"));
   settings.pipeline_chunk_bytes = uint64_t(runtime.config().get_int("collectives", "pipeline_chunk_bytes"));
+  settings.two_level = runtime.config().get_string("collectives", "two_level");
 
   const ComponentRef ref = choose_transport(runtime);
   gw_transport_init init = GW_TRANSPORT_INIT_INIT;
@@ -74,10 +76,23 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   init.local_rank = launch.local_rank;
   init.timeout_s = settings.timeout_s;
   auto transport = std::make_unique<TransportP2P>(ref, runtime.config(), init);
+  if ((transport->vtable().memory_kinds & (1u << GW_MEMORY_HOST)) == 0)
+    fail(GW_ERR_CONFIG, "[transport] inter = \"" + transport->name() + "\" carries " +
+                            memory_kinds_text(transport->vtable().memory_kinds) +
+                            " memory only, but the communicator's control messages and its own algorithms run in "
+                            "host memory: use a host transport there (ucx) and [transport] device = \"" +
+                            transport->name() + "\" for device tensors");
 
   const Identity mine = Identity::of(runtime, transport->name());
   const std::string host = host_key();
-  const std::string record = bootstrap::pack_records({mine.serialize(), transport->local_address(), host});
+  const NodeKey node = node_key();
+  // [transport] device: a second transport for device tensors (NCCL), connected from the same gathered
+  // records (its address blob is the record's fifth part).
+  std::unique_ptr<TransportP2P> device;
+  if (const std::string name = runtime.config().get_string("transport", "device"); name != "none")
+    device = std::make_unique<TransportP2P>(runtime.registry().find(GW_COMPONENT_TRANSPORT, name), runtime.config(), init);
+  const std::string record = bootstrap::pack_records(
+      {mine.serialize(), transport->local_address(), host, node.key, device ? device->local_address() : ""});
   const std::vector<std::string> gathered =
       o.allgather ? bootstrap::callback_allgather(o.allgather, o.allgather_user, launch.rank, launch.world_size, record)
                   : bootstrap::ucx_allgather(launch, record, settings.timeout_s, settings.timeout_source);
@@ -85,8 +100,11 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   std::vector<Identity> identities;
   std::vector<std::string> addresses;
   uint32_t ranks_here = 0;
+  std::vector<std::string> node_keys, device_addresses;
   for (const auto& r : gathered) {
-    const auto parts = bootstrap::unpack_records(r, 3);
+    const auto parts = bootstrap::unpack_records(r, 5);
+    node_keys.push_back(parts[3]);
+    device_addresses.push_back(parts[4]);
     identities.push_back(Identity::parse(parts[0]));
     addresses.push_back(parts[1]);
     ranks_here += parts[2] == host;
@@ -98,9 +116,16 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
                                     " us before yielding ([runtime] wait_spin_us)");
   check_identities(identities);
   transport->connect(addresses, settings.timeout_s, settings.timeout_source);
+  if (device) {
+    device->connect(device_addresses, settings.timeout_s, settings.timeout_source);
+    runtime.logger().info("comm", "device tensors: native collectives over " + device->name());
+  }
   runtime.logger().info("comm", "rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.world_size) +
                                     " (from " + launch.source + ") connected over " + transport->name());
   auto comm = std::make_unique<Communicator>(std::move(transport), settings);
+  comm->set_topology(topology_from_keys(node_keys, node.source));
+  if (device) comm->set_device_transport(std::move(device));
+  runtime.logger().info("comm", "nodes (from " + node.source + "): " + comm->topology().describe());
   // A closing barrier: no rank leaves creation (and may exit) while another is still connecting to it.
   Signature barrier;
   barrier.kind = CollectiveKind::Barrier;

@@ -37,6 +37,10 @@ Schema Schema::builtin() {
            {"intra", ValueType::String, "\"auto\"",
             "Transport between the ranks of one node: a transport plugin's name, or auto.", 1,
             kUnbounded, {}},
+           {"device", ValueType::String, "\"none\"",
+            "Transport for CUDA device tensors (nccl): the collectives it offers natively run on device "
+            "buffers through it; none: device tensors are refused by the uncompressed collectives.", 1,
+            kUnbounded, {}},
        },
        false},
       {"codec",
@@ -77,6 +81,11 @@ Schema Schema::builtin() {
            {"pipeline_chunk_bytes", ValueType::Int, "1048576",
             "Compressed allreduce: f32 bytes per pipelined piece, so that encoding, transfer and decoding "
             "of successive pieces overlap.", 1024, 1099511627776.0, {}},
+           {"two_level", ValueType::String, "\"auto\"",
+            "Compressed allreduce across nodes: on reduces exactly inside each node and compresses only "
+            "between nodes (refused when nodes hold different numbers of ranks); off is the flat algorithm; "
+            "auto is on with at least 2 nodes of at least 2 ranks each, all equal.", 1, kUnbounded,
+            {"auto", "on", "off"}},
        },
        false},
       {"rules",

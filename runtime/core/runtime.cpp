@@ -68,6 +68,8 @@ void Runtime::check_component_names() const {
   check(GW_COMPONENT_SCHEDULE, "schedule", "name", config_->get_string("schedule", "name"), false);
   check(GW_COMPONENT_TRANSPORT, "transport", "inter", config_->get_string("transport", "inter"), true);
   check(GW_COMPONENT_TRANSPORT, "transport", "intra", config_->get_string("transport", "intra"), true);
+  if (const std::string device = config_->get_string("transport", "device"); device != "none")
+    check(GW_COMPONENT_TRANSPORT, "transport", "device", device, false);
   for (size_t i = 0; i < config_->rules().size(); ++i) {
     const auto* rule = config_->rules()[i].as_table();
     check(GW_COMPONENT_CODEC, "rules." + std::to_string(i), "codec", *rule->get("codec")->value<std::string>(), false);

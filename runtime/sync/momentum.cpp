@@ -10,6 +10,7 @@
 //   average of a bucket is dense: it makes the ranks' parameters equal and sets the anchor.
 #include <cstring>
 
+#include "codec/staging.hpp"
 #include "comm/compressed_start.hpp"
 #include "sync/synchronizer.hpp"
 
@@ -32,7 +33,7 @@ std::unique_ptr<Exchange> Synchronizer::start_parameter_exchange(uint32_t bucket
   float* x = e->data.data();
   for (uint32_t i : b.tensors) {
     const TensorEntry& t = tensors_[i];
-    if (t.parameter->count > 0) std::memcpy(x + t.offset, t.parameter->data, 4 * t.parameter->count);
+    staging::read_f32(*t.parameter, x + t.offset);
   }
   e->started = std::chrono::steady_clock::now();
   if (b.codec && !b.anchor.empty()) {
@@ -64,7 +65,7 @@ void Synchronizer::finish_parameter_exchange(uint32_t bucket, Exchange& e) {
   if (b.codec) b.anchor = e.data;
   for (uint32_t i : b.tensors) {
     const TensorEntry& t = tensors_[i];
-    if (t.parameter->count > 0) std::memcpy(t.parameter->data, x + t.offset, 4 * t.parameter->count);
+    staging::write_f32(x + t.offset, *t.parameter);
   }
 }
 

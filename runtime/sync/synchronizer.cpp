@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "codec/staging.hpp"
 #include "collectives/algorithms.hpp"
 #include "comm/compressed_start.hpp"
 #include "core/error.hpp"
@@ -36,10 +37,6 @@ void run_blocking(comm::Communicator& comm, gw_request* r, const std::string& wh
   const std::string error = r->error;
   comm.free(r);
   if (st != GW_OK) fail(st, what + ": " + error);
-}
-
-void add_into(float* acc, const float* x, uint64_t n) {
-  for (uint64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
 
 // The registration list as bytes every rank can compare: name, NUL, dtype, count, has-parameter.
@@ -140,12 +137,14 @@ void Synchronizer::register_tensor(const std::string& name, const gw_tensor& gra
   for (const TensorEntry& t : tensors_)
     if (t.name == name) fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "' is registered twice; names must be unique");
   auto check = [&](const gw_tensor& t, const char* what) {
-    if (t.memory != GW_MEMORY_HOST)
-      fail(GW_ERR_UNSUPPORTED, "tensor '" + name + "': the " + what + " is not in host memory; the synchronizer "
-                               "takes host tensors (copy device gradients to the host first)");
-    if (t.dtype != GW_DTYPE_F32)
-      fail(GW_ERR_UNSUPPORTED, "tensor '" + name + "': the " + what + " is " + gw_dtype_name(t.dtype) +
-                                   "; the synchronizer takes f32 tensors");
+    // Host or CUDA memory, f32, f16 or bf16: the buckets stage them through f32 (codec/staging.hpp).
+    if (t.memory != GW_MEMORY_HOST && t.memory != GW_MEMORY_CUDA)
+      fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "': the " + what + "'s memory " +
+                                        std::to_string(int(t.memory)) + " is not a gw_memory_kind");
+    if (!staging::supported(t.dtype))
+      fail(GW_ERR_UNSUPPORTED, "tensor '" + name + "': the " + what + " is " +
+                                   (gw_dtype_name(t.dtype) ? gw_dtype_name(t.dtype) : "not a gw_dtype") +
+                                   "; the synchronizer takes f32, f16 and bf16 tensors");
     if (t.count > 0 && t.data == nullptr)
       fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "': the " + what + "'s data is NULL");
   };
@@ -295,14 +294,14 @@ const Synchronizer::Plan& Synchronizer::plan() {
 void Synchronizer::pack_gradients(const Bucket& b, float* out) const {
   for (uint32_t i : b.tensors) {
     const TensorEntry& t = tensors_[i];
-    if (t.gradient.count > 0) std::memcpy(out + t.offset, t.gradient.data, 4 * t.gradient.count);
+    staging::read_f32(t.gradient, out + t.offset);
   }
 }
 
 void Synchronizer::unpack_gradients(const Bucket& b, const float* in) {
   for (uint32_t i : b.tensors) {
     const TensorEntry& t = tensors_[i];
-    if (t.gradient.count > 0) std::memcpy(t.gradient.data, in + t.offset, 4 * t.gradient.count);
+    staging::write_f32(in + t.offset, t.gradient);
   }
 }
 
@@ -406,7 +405,7 @@ void Synchronizer::do_accumulate(StepContext& ctx) {
     b.accumulator.resize(b.count, 0.0f);
     for (uint32_t i : b.tensors) {
       const TensorEntry& t = tensors_[i];
-      add_into(b.accumulator.data() + t.offset, static_cast<const float*>(t.gradient.data), t.gradient.count);
+      staging::add_f32(t.gradient, b.accumulator.data() + t.offset);
     }
   }
   ++micro_steps_;

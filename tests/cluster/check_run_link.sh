@@ -19,6 +19,17 @@ echo "$out" | grep -q "^\[1\] eth0.*198.18.0.2/24" || fail "rank 1 is not at 198
 echo "$out" | grep -q "^\[0\] qdisc tbf.*rate 100Mbit" || fail "no token bucket on rank 0's link: $out"
 [ "$(clusters)" -eq "$before" ] || fail "run --link left namespaces behind"
 
+# Nodes: with --ranks-per-node 2, ranks 0 and 1 share node 0's namespace, address and link, rank 2 is
+# alone on node 1; GW_NODE_ID / GW_LOCAL_RANK / GW_LOCAL_SIZE say so.
+out="$("$gw" run -n 3 --ranks-per-node 2 --link 100mbit -- sh -c \
+  'echo "node $GW_RANK $GW_NODE_ID $GW_LOCAL_RANK $GW_LOCAL_SIZE"; ip -br addr show eth0' 2>&1)"
+[ $? -eq 0 ] || fail "run --ranks-per-node: $out"
+echo "$out" | grep -q "^\[1\] node 1 0 1 2" || fail "rank 1 is not node 0's local rank 1 of 2: $out"
+echo "$out" | grep -q "^\[2\] node 2 1 0 1" || fail "rank 2 is not node 1's local rank 0 of 1: $out"
+echo "$out" | grep -q "^\[1\] eth0.*198.18.0.1/24" || fail "rank 1 does not share node 0's address: $out"
+echo "$out" | grep -q "^\[2\] eth0.*198.18.0.2/24" || fail "rank 2 is not at node 1's address: $out"
+[ "$(clusters)" -eq "$before" ] || fail "run --ranks-per-node left namespaces behind"
+
 # A failing rank: its status, and nothing left behind (the other rank is stopped).
 # The surviving rank sleeps for a duration no other process on the machine uses (pgrep looks machine-wide).
 nap="29.$$"

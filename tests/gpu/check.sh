@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU check of benchmarks.md, for a machine with an NVIDIA GPU (one H200: well under 5 minutes).
 #   1. configure a fresh build with CUDA for sm_90 only, build the codec plugins and GPU programs;
-#   2. G3: ctest -L gpu — the CUDA codecs write the CPU path's bytes;
+#   2. G3: ctest -L gpu — the CUDA codecs write the CPU path's bytes; the NCCL transport on one rank
+#      (init, every native collective, point-to-point, abort of a pending operation, timeout); device
+#      tensors through the C ABI (compressed allreduce == host bits, gw_sync f32/bf16, NCCL collectives);
 #   3. G1: each dense codec's encode + decode, 256 MiB .. 2 GiB, against device-to-device cudaMemcpy;
 #   4. G2: (top-k against torch.topk) — see the marked section below.
 # Usage: tests/gpu/check.sh [build-dir]   (default: build-gpu)
@@ -13,13 +15,17 @@ start=$SECONDS
 
 echo "== configure ($build, CUDA sm_90)"
 rm -rf "$build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGW_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+# RelWithDebInfo and GW_WERROR=OFF: a GPU machine's compiler may warn where CI's does not, and a check
+# run must not end at a warning (GW_WERROR is ignored by trees that do not have the option).
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGW_WERROR=OFF -DGW_WITH_CUDA=ON \
+  -DGW_WITH_NCCL=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
 
 echo "== build"
 cmake --build "$build" -j "$jobs" --target gw_plugin_fp16 gw_plugin_bf16 gw_plugin_int8 gw_plugin_onebit \
-  gw_plugin_topk gw_plugin_randomk gpu_codecs_test gw_gpu_g1 gpu_sparse_test gpu_sparse_cabi_test gw_gpu_g2
+  gw_plugin_topk gw_plugin_randomk gpu_codecs_test gw_gpu_g1 gpu_sparse_test gpu_sparse_cabi_test gw_gpu_g2 \
+  gw_plugin_nccl nccl_transport_test gpu_path_test
 
-echo "== G3: CUDA bytes == CPU bytes (ctest -L gpu)"
+echo "== G3, the NCCL transport on one rank, device tensors through the C ABI (ctest -L gpu)"
 status=0
 (cd "$build" && ctest -L gpu --output-on-failure) || status=1
 

@@ -4,7 +4,9 @@
 // ones the documented algorithm gives), and that it lies within the codec's analytic error bound of
 // the exact sum. Prints "OK rank r" at the end; the driver is sync_test.cpp.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 
 #include "common.hpp"
 
@@ -213,7 +215,59 @@ int main(int argc, char** argv) {
     expect_error(gw_allreduce_compressed(comm, codec, nullptr, &t, &t, GW_REDUCE_SUM), GW_ERR_MISMATCH,
                  "mismatched codecs");
   }
-  if (which == "errors") {
+  if (which == "half") {
+    // f16 and bf16 tensors are staged through f32: the result is the f32 algorithm's on the same
+    // (exactly converted) values, rounded to the tensor's type once. Checked bit for bit for every codec.
+    const auto to_bf16 = [](float f) {
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    };
+    const auto from_bf16 = [](uint16_t h) {
+      const uint32_t u = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    };
+    const auto to_f16 = [](float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); };
+    const auto from_f16 = [](uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); };
+    const uint64_t count = 20011;
+    for (const CodecCase& cc : kCodecs) {
+      for (gw_dtype dt : {GW_DTYPE_BF16, GW_DTYPE_F16}) {
+        const bool bf = dt == GW_DTYPE_BF16;
+        const std::string what = std::string(cc.name) + " " + gw_dtype_name(dt);
+        std::vector<uint16_t> half(count);
+        std::vector<float> exact(count);
+        for (uint64_t i = 0; i < count; ++i) {
+          const float v = uniform(11, g_rank, i);
+          half[i] = bf ? to_bf16(v) : to_f16(v);
+          exact[i] = bf ? from_bf16(half[i]) : from_f16(half[i]);
+        }
+        for (int pass = 0; pass < 2; ++pass) {  // the f32 run and the 16-bit run see the same step
+          gw_codec* codec = nullptr;
+          check(gw_codec_create(rt, cc.name, &codec), "gw_codec_create");
+          gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+          ctx.seed = 5;
+          if (pass == 0) {
+            gw_tensor t = f32(exact.data(), count);
+            check(gw_allreduce_compressed(comm, codec, &ctx, &t, &t, GW_REDUCE_AVG), what + " (f32 reference)");
+          } else {
+            gw_tensor t = f32(nullptr, count);
+            t.dtype = dt;
+            t.data = half.data();
+            check(gw_allreduce_compressed(comm, codec, &ctx, &t, &t, GW_REDUCE_AVG), what);
+          }
+          check(gw_codec_destroy(codec), "gw_codec_destroy");
+        }
+        for (uint64_t i = 0; i < count; ++i) {
+          const uint16_t want = bf ? to_bf16(exact[i]) : to_f16(exact[i]);
+          if (half[i] != want)
+            die(what + ": element " + std::to_string(i) + " is not the f32 result rounded once");
+        }
+        check_identical(comm, half.data(), 2 * count, what);
+      }
+    }
+  } else if (which == "errors") {
     gw_codec* codec = nullptr;
     check(gw_codec_create(rt, "int8", &codec), "gw_codec_create");
     std::vector<double> d(10);
@@ -231,7 +285,7 @@ int main(int argc, char** argv) {
     if (gw_allreduce_compressed(comm, nullptr, nullptr, &tf, &tf, GW_REDUCE_SUM) != GW_ERR_INVALID_ARGUMENT)
       die("a NULL codec was not refused");
     check(gw_codec_destroy(codec), "gw_codec_destroy");
-  } else {
+  } else if (which != "half") {
     // Sizes: empty, one element, fewer elements than ranks, a prime, one piece per block (emulated bit
     // for bit), and many pipelined pieces.
     for (const CodecCase& cc : kCodecs) {

@@ -48,6 +48,7 @@ TEST(CompressedAllreduce, DenseAndSparseCodecsOnFiveRanks) {
 TEST(CompressedAllreduce, OnebitAndNoneOnFourRanks) {
   for (const char* codec : {"none", "onebit", "bf16"}) expect_ok(4, GW_COMPRESSED_RANK, codec);
 }
+TEST(CompressedAllreduce, HalfPrecisionTensorsAreStagedThroughF32) { expect_ok(3, GW_COMPRESSED_RANK, "half"); }
 TEST(CompressedAllreduce, BadArgumentsAreRefused) { expect_ok(2, GW_COMPRESSED_RANK, "errors"); }
 TEST(CompressedAllreduce, RanksWithDifferentCodecsGetAMismatch) {
   expect_error(3, GW_COMPRESSED_RANK, "mismatch", "GW_ERR_MISMATCH", "codec id");
@@ -89,6 +90,19 @@ TEST(Sync, EveryCodecAndScheduleConvergesLikeUncompressed) {
   expect_ok(2, GW_CONVERGENCE_RANK, "");
   expect_ok(4, GW_CONVERGENCE_RANK, "");
 }
+
+// The same on 4 ranks as 2 nodes of 2: [collectives] two_level = "auto" runs every compressed bucket
+// through the two-level allreduce (docs/two-level.md).
+TEST(Sync, EveryCodecAndScheduleConvergesOverTwoLevelNodes) {
+  const auto r = gwtest::run_command("MP_TIMEOUT_S=60 " + std::string(GW_CLI) + " run -n 4 --ranks-per-node 2 -- " +
+                                     GW_CONVERGENCE_RANK);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
+}
+
+// Mixed precision: bf16 gradients through gw_sync end within 0.5 accuracy points of f32 gradients.
+TEST(Sync, Bf16GradientsTrainLikeF32) { expect_ok(2, GW_CONVERGENCE_RANK, "mixed"); }
 
 // ---- benchmark P6 smoke run (figures are not asserted: timing belongs to `gradwire bench`) ----------
 

@@ -10,6 +10,7 @@ void run_p3(const Options& options, const Emit& emit);  // suite_p3.cpp
 void run_p4(const Options& options, const Emit& emit);  // suite_p4.cpp
 void run_p5(const Options& options, const Emit& emit);  // suite_p5.cpp
 void run_p6(const Options& options, const Emit& emit);  // suite_p6.cpp
+void run_p7(const Options& options, const Emit& emit);  // suite_p7.cpp
 
 // Each suite lives in its own file (suite_p1.cpp, ...) and is listed here once.
 const std::vector<Suite>& suites() {
@@ -20,6 +21,8 @@ const std::vector<Suite>& suites() {
       {"P4", "dense allreduce, 2 and 4 ranks, 4 KiB - 256 MiB, vs Open MPI MPI_Allreduce", run_p4},
       {"P5", "compressed allreduce of 100 MB f32, 4 ranks behind 1 and 10 Gbit/s links, vs MPI_Allreduce", run_p5},
       {"P6", "chunked, overlapped encode -> send -> decode over UCX, 2 ranks, vs the same steps serialized", run_p6},
+      {"P7", "two-level compressed allreduce of 100 MB f32, 2x2 and 4x2 ranks behind 1 Gbit/s node links, vs flat, "
+             "MPI_Allreduce and gloo", run_p7},
   };
   return all;
 }

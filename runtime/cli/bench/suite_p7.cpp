@@ -1,0 +1,233 @@
+// P7: two-level compressed allreduce. 100 MB f32 on 2 nodes x 2 ranks and 4 nodes x 2 ranks, each node's
+// ranks sharing one emulated 1 Gbit/s link (`gradwire run --ranks-per-node 2 --link 1gbit`), in one run:
+//   ours, flat ([collectives] two_level = off):     none, int8
+//   ours, two-level (two_level = on):               none, int8, onebit
+//   peers on the same links: Open MPI's MPI_Allreduce and gloo's all_reduce (PyTorch).
+// Each of our figures is the median over the repetitions of gw_allreduce_compressed (average), from a
+// barrier to completion, the slowest rank's time. Targets: two-level int8 at least 1.5 x faster than flat
+// int8, and at least 0.8 of the line-rate time of its inter-node bytes (each node sends 2 (M - 1) / M of
+// the whole encoded gradient over its link with M nodes: the cross groups' scatter-reduce-allgather).
+#include <gradwire/gradwire.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/bench.hpp"
+#include "bench/bench_ranks.hpp"
+#include "cluster.hpp"
+#include "commands.hpp"
+
+#ifndef GW_SOURCE_SCRIPTS_DIR
+#define GW_SOURCE_SCRIPTS_DIR ""
+#endif
+
+namespace gwcli::bench {
+namespace {
+
+using gwcli::Failure;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kPerNode = 2;
+constexpr uint64_t kBytes = 100'000'000;
+constexpr double kLineBitsPerSecond = 1e9;
+
+uint64_t element_count(const Options& o) { return (o.quick ? 4'000'000 : kBytes) / 4; }
+
+std::vector<std::string> codecs_of(const std::string& mode) {
+  return mode == "off" ? std::vector<std::string>{"none", "int8"} : std::vector<std::string>{"none", "int8", "onebit"};
+}
+
+// ---- a rank (inside `gradwire run`) ---------------------------------------------------------------------
+
+void run_worker(const Options& o, const std::string& out_path, const std::string& mode) {
+  uint32_t rank = 0;
+  // The mode reaches the runtime as GRADWIRE_COLLECTIVES_TWO_LEVEL (set by the driver), over any --config.
+  const json result = run_rank({o.config, "", 600}, [&](gw_runtime* rt, gw_comm* comm) {
+    rank = gw_comm_rank(comm);
+    const uint64_t count = element_count(o);
+    std::vector<float> in(count), out(count);
+    {
+      std::mt19937 gen(1234 + rank);
+      std::normal_distribution<float> d(0.0f, 1.0f);
+      for (float& v : in) v = d(gen);
+    }
+    json r = {{"ranks", gw_comm_size(comm)}, {"count", count}, {"codecs", json::object()}};
+    for (const auto& name : codecs_of(mode)) {
+      gw_codec* codec = nullptr;
+      check_bench(gw_codec_create(rt, name.c_str(), &codec), "P7: gw_codec_create " + name);
+      uint64_t encoded = 0;
+      check_bench(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &encoded), "P7: gw_codec_max_encoded_size");
+      std::vector<double> seconds;
+      for (int rep = 0; rep <= o.repetitions; ++rep) {
+        gw_tensor x = GW_TENSOR_INIT, y = GW_TENSOR_INIT;
+        x.data = in.data();
+        y.data = out.data();
+        x.count = y.count = count;
+        gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+        ctx.seed = 7;
+        ctx.step = uint64_t(rep);
+        check_bench(gw_barrier(comm), "P7: barrier");
+        const auto t0 = Clock::now();
+        check_bench(gw_allreduce_compressed(comm, codec, &ctx, &x, &y, GW_REDUCE_AVG), "P7: allreduce " + name);
+        const double s = slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count());
+        if (rep > 0) seconds.push_back(s);
+      }
+      gw_codec_destroy(codec);
+      r["codecs"][name] = {{"seconds", seconds}, {"encoded_bytes", encoded}};
+    }
+    return r;
+  });
+  if (rank == 0) std::ofstream(out_path) << result.dump() << "\n";
+}
+
+// ---- the driver -------------------------------------------------------------------------------------------
+
+std::vector<std::string> launch(int ranks, const std::string& rate) {
+  return {self_path(), "run", "-n", std::to_string(ranks), "--ranks-per-node", std::to_string(kPerNode), "--link", rate,
+          "--"};
+}
+
+json run_ours(const Options& o, int ranks, const std::string& rate, const std::string& mode, const fs::path& out) {
+  std::vector<std::string> argv = launch(ranks, rate);
+  const std::string self = self_path();
+  argv.insert(argv.end(), {self, "bench", "--suite", "P7", "--json", "--repetitions", std::to_string(o.repetitions)});
+  if (o.quick) argv.push_back("--quick");
+  if (!o.config.empty()) argv.insert(argv.end(), {"--config", o.config});
+  fs::remove(out);
+  const int status = run_captured(argv, {{"GW_BENCH_P7_OUT", out.string()}, {"GRADWIRE_COLLECTIVES_TWO_LEVEL", mode}}, nullptr);
+  std::ifstream in(out);
+  if (status != 0 || !in)
+    throw std::runtime_error("P7: the gradwire ranks (two_level " + mode + ") failed (status " + std::to_string(status) +
+                             "; messages above)");
+  return json::parse(in);
+}
+
+json run_mpi(const Options& o, int ranks, const std::string& rate) {
+  std::optional<Cluster> cluster = Cluster::up(ranks, rate, "bench P7 (MPI peer)", kPerNode);
+  std::vector<std::string> argv{"mpirun", "--allow-run-as-root", "--bind-to", "none", "--mca", "btl", "tcp,self"};
+  Env env;
+  if (cluster) {
+    std::string hosts;
+    for (int r = 0; r < ranks; r += kPerNode)
+      hosts += (r ? "," : "") + Cluster::address_of(r, kPerNode) + ":" + std::to_string(kPerNode);
+    argv.insert(argv.end(), {"--host", hosts, "--mca", "plm_rsh_agent", cluster->script_path() + " rsh", "--mca",
+                             "btl_tcp_if_include", "198.18.0.0/15", "--mca", "oob_tcp_if_include", "198.18.0.0/15"});
+    argv.insert(argv.begin(), {"ip", "netns", "exec", cluster->namespace_of(0)});
+    env.push_back({"GW_CLUSTER_NAME", cluster->name()});
+  } else {
+    argv.insert(argv.end(), {"--oversubscribe"});
+  }
+  argv.insert(argv.end(), {"-np", std::to_string(ranks), mpi_peer_path("P7"), std::to_string(element_count(o)),
+                           std::to_string(o.repetitions)});
+  std::string captured;
+  const int status = run_captured(argv, env, &captured);
+  return mpi_peer_result(status, captured, "P7: mpirun");
+}
+
+// gloo through `gradwire run` (the same namespaces and links as ours); nullopt when PyTorch or the script
+// is missing (said on stderr).
+std::optional<json> run_gloo(const Options& o, int ranks, const std::string& rate) {
+  const fs::path script = fs::path(GW_SOURCE_SCRIPTS_DIR) / ".." / "runtime" / "cli" / "bench" / "peers" / "gloo_allreduce.py";
+  if (!*GW_SOURCE_SCRIPTS_DIR || !fs::exists(script) || !fs::exists("/usr/bin/python3")) {
+    std::fprintf(stderr, "bench P7: the gloo peer is not measured (no %s or /usr/bin/python3)\n", script.c_str());
+    return std::nullopt;
+  }
+  std::vector<std::string> argv = launch(ranks, rate);
+  argv.insert(argv.end(), {"/usr/bin/python3", script.string(), std::to_string(element_count(o)), std::to_string(o.repetitions)});
+  std::string captured;
+  const int status = run_captured(argv, {}, &captured);
+  std::istringstream lines(captured);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t brace = line.find("{\"peer\"");
+    if (status == 0 && brace != std::string::npos) return json::parse(line.substr(brace));
+  }
+  std::fprintf(stderr, "bench P7: the gloo peer failed (status %d): %s\n", status, captured.c_str());
+  return std::nullopt;
+}
+
+void emit_row(const Emit& emit, const std::string& name, int ranks, const std::string& link, const Stats& s,
+              const Stats& reference, const std::string& reference_name, json extra) {
+  Result res;
+  res.suite = "P7";
+  res.case_name = name + " " + std::to_string(ranks / kPerNode) + "x" + std::to_string(kPerNode) + " " + link;
+  res.ours = s.median * 1e3;
+  res.peer = reference.median * 1e3;
+  res.unit = "ms";
+  res.ratio = s.median > 0 ? reference.median / s.median : 0;
+  res.peer_name = reference_name;
+  extra["spread"] = s.spread;
+  extra["link"] = link;
+  res.extra = std::move(extra);
+  emit(res);
+}
+
+void run_p7_inner(const Options& options, const Emit& emit) {
+  if (const char* out = std::getenv("GW_BENCH_P7_OUT")) {  // a rank of a launch below
+    const char* mode = std::getenv("GRADWIRE_COLLECTIVES_TWO_LEVEL");
+    run_worker(options, out, mode ? mode : "auto");
+    return;
+  }
+  const std::string rate = options.link.empty() ? "1gbit" : options.link;
+  Cluster::check_rate(rate, "bench P7");
+  const std::string link = geteuid() == 0 ? rate : "loopback";
+  const fs::path out = fs::temp_directory_path() / ("gradwire-p7-" + std::to_string(getpid()) + ".json");
+  for (int ranks : {2 * kPerNode, 4 * kPerNode}) {
+    const int nodes = ranks / kPerNode;
+    const json flat = run_ours(options, ranks, rate, "off", out);
+    const json two = run_ours(options, ranks, rate, "on", out);
+    fs::remove(out);
+    const json mpi = run_mpi(options, ranks, rate);
+    const std::optional<json> gloo = run_gloo(options, ranks, rate);
+    const Stats mpi_s = summarize(mpi.at("seconds").get<std::vector<double>>());
+    const auto seconds = [](const json& j, const char* codec) {
+      return summarize(j.at("codecs").at(codec).at("seconds").get<std::vector<double>>());
+    };
+    const Stats flat_int8 = seconds(flat, "int8");
+    // Flat rows against MPI; two-level rows against flat int8 (the 1.5 x target) with the line-rate share.
+    emit_row(emit, "flat none", ranks, link, seconds(flat, "none"), mpi_s, "MPI_Allreduce", json::object());
+    emit_row(emit, "flat int8", ranks, link, flat_int8, mpi_s, "MPI_Allreduce", json::object());
+    for (const char* codec : {"none", "int8", "onebit"}) {
+      const Stats s = seconds(two, codec);
+      const double encoded = two.at("codecs").at(codec).at("encoded_bytes").get<double>();
+      const double node_bytes = 2.0 * (nodes - 1) / nodes * encoded;
+      const double line_s = node_bytes * 8 / kLineBitsPerSecond;
+      json extra = {{"inter_node_bytes_per_node", node_bytes},
+                    {"line_rate_s", line_s},
+                    {"line_rate_share", s.median > 0 ? line_s / s.median : 0},
+                    {"vs_mpi", s.median > 0 ? mpi_s.median / s.median : 0}};
+      if (std::string(codec) == "int8") extra["target"] = ">= 1.5 vs flat int8, line_rate_share >= 0.8";
+      emit_row(emit, std::string("two-level ") + codec, ranks, link, s, flat_int8, "flat int8", extra);
+    }
+    emit_row(emit, "MPI_Allreduce", ranks, link, mpi_s, mpi_s, "MPI_Allreduce", json::object());
+    if (gloo) {
+      const Stats g = summarize(gloo->at("seconds").get<std::vector<double>>());
+      emit_row(emit, "gloo all_reduce", ranks, link, g, mpi_s, "MPI_Allreduce", json::object());
+    }
+  }
+}
+
+}  // namespace
+
+void run_p7(const Options& options, const Emit& emit) {
+  try {
+    run_p7_inner(options, emit);
+  } catch (const Failure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Failure(GW_ERR_INTERNAL, e.what());
+  }
+}
+
+}  // namespace gwcli::bench
