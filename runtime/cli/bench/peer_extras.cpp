@@ -106,15 +106,15 @@ double measure_tcp_rate(gw_comm* comm, uint64_t bytes) {
   return slowest_rank(comm, rate);  // rank 0's figure on every rank
 }
 
-std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, uint64_t count, int reps,
-                                            std::string* why) {
+namespace {
+
+// A Python peer: installed next to the command (BINDIR/../libexec/gradwire), else in the source tree this
+// command was built from; "" after setting *why when it is missing or PyTorch is not importable.
+std::string python_peer(const std::string& file, std::string* why) {
   std::vector<fs::path> candidates;
-  if (const char* p = std::getenv("GW_TORCH_ALLREDUCE")) candidates.emplace_back(p);
-  const fs::path exe = self_path();
-  candidates.push_back(exe.parent_path().parent_path() / "libexec" / "gradwire" / "torch_allreduce.py");
+  candidates.push_back(fs::path(self_path()).parent_path().parent_path() / "libexec" / "gradwire" / file);
   if (*GW_SOURCE_SCRIPTS_DIR)
-    candidates.push_back(fs::path(GW_SOURCE_SCRIPTS_DIR).parent_path() / "runtime" / "cli" / "bench" / "peers" /
-                         "torch_allreduce.py");
+    candidates.push_back(fs::path(GW_SOURCE_SCRIPTS_DIR).parent_path() / "runtime" / "cli" / "bench" / "peers" / file);
   std::string script;
   for (const auto& c : candidates)
     if (fs::exists(c)) {
@@ -122,14 +122,38 @@ std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, 
       break;
     }
   if (script.empty()) {
-    *why = "torch_allreduce.py not found (set GW_TORCH_ALLREDUCE)";
-    return std::nullopt;
+    *why = file + " not found next to the command or in the source tree";
+    return "";
   }
   std::string probe;
   if (run_captured({"/usr/bin/python3", "-c", "import torch.distributed"}, {}, &probe) != 0) {
     *why = "PyTorch is not importable by /usr/bin/python3 (Debian's python3-torch)";
+    return "";
+  }
+  return script;
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> run_torch_topk(uint64_t n, uint64_t k, int reps, std::string* why) {
+  const std::string script = python_peer("torch_topk.py", why);
+  if (script.empty()) return std::nullopt;
+  std::string out;
+  const int status =
+      run_captured({"/usr/bin/python3", script, std::to_string(n), std::to_string(k), std::to_string(reps)}, {}, &out);
+  try {
+    return mpi_peer_result(status, out, "torch.topk peer");
+  } catch (const std::exception& e) {
+    *why = e.what();
     return std::nullopt;
   }
+}
+
+std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, uint64_t count, int reps,
+                                            std::string* why) {
+  const std::string script = python_peer("torch_allreduce.py", why);
+  if (script.empty()) return std::nullopt;
+  const fs::path exe = self_path();
   std::vector<std::string> argv{exe.string(), "run", "-n", std::to_string(ranks)};
   if (!rate.empty()) argv.insert(argv.end(), {"--link", rate});
   argv.insert(argv.end(), {"--", "/usr/bin/python3", script, std::to_string(count), std::to_string(reps)});

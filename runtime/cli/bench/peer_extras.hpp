@@ -23,6 +23,10 @@ double measure_tcp_rate(gw_comm* comm, uint64_t bytes = 0);
 std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, uint64_t count, int reps,
                                             std::string* why);
 
+// The torch.topk peer of P2 (peers/torch_topk.py): its JSON ({"seconds": [...], "threads": T}) or
+// nullopt with *why set.
+std::optional<nlohmann::json> run_torch_topk(uint64_t n, uint64_t k, int reps, std::string* why);
+
 // The algorithm gradwire runs for a codec of this kind and size ratio on n ranks (one per link): its
 // bytes sent per rank, and with a model (codec costs, gamma, alpha of its "tcp" link) its predicted time
 // at `bytes_per_s` with the ranks sharing `cores` cores.
