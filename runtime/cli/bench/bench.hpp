@@ -18,7 +18,7 @@ struct Options {
   std::string link;       // "1gbit", ...: place ranks in the emulated cluster (when supported)
   int ranks = 0;          // P5: ranks (0: the suite's default)
   uint64_t bytes = 0;     // P5: f32 bytes reduced (0: the suite's default)
-  std::string model;      // P5: a cost model file (gradwire calibrate): add its predictions
+  std::string model;      // P4, P5: a cost model file (gradwire calibrate): add its predictions
 };
 
 struct Result {
