@@ -1,6 +1,7 @@
 // `gradwire calibrate [-o FILE]`: fits the cost model (docs/cost-model.md) from short measurements on
 // this machine — every codec's encode and decode cost and size ratio, the cost of an elementwise sum,
-// and alpha / beta of each UCX transport between two local ranks (ping-pong over 8 B - 4 MiB) — and
+// and alpha / beta of each UCX transport between two local ranks (ping-pong: alpha the fastest one-way
+// time of 8 B, beta the slope between the median one-way times of 1 MiB and 16 MiB) — and
 // saves it as TOML. `--inter-rate RATE` adds a link "inter" with the TCP transport's alpha and the given
 // rate's beta (a link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
 #include <gradwire/gradwire.h>
@@ -29,7 +30,7 @@ struct CalibrateArgs {
   std::string codecs;      // comma-separated; empty: every codec plugin
   std::string inter_rate;  // e.g. 100mbit
   std::string intra_rate;
-  uint64_t bytes = 16 << 20;
+  uint64_t bytes = 64 << 20;  // beyond the caches, like a gradient
   int repetitions = 3;
   bool no_links = false;
 };
@@ -101,7 +102,7 @@ gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const Cali
 
 // alpha and beta of one UCX transport between two forked local ranks: one-way time of a ping-pong.
 gw::model::Link measure_link(const std::string& tls, const std::string& config) {
-  const std::vector<uint64_t> sizes = {8, 4096, 65536, 1 << 20, 4 << 20};
+  const std::vector<uint64_t> sizes = {8, 1 << 20, 16 << 20};
   bench::RankSetup setup;
   setup.config = config;
   setup.timeout_s = 60;
@@ -111,7 +112,7 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config) 
     json seconds = json::array();
     for (uint64_t size : sizes) {
       gw_tensor t = bench::bytes_tensor(buf.data(), size);
-      const int iters = size <= 65536 ? 200 : 10;
+      const int iters = size <= 65536 ? 200 : 8;
       std::vector<double> samples;
       for (int i = -2; i < iters; ++i) {
         const auto t0 = Clock::now();
@@ -124,12 +125,18 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config) 
         }
         if (i >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / 2);
       }
-      seconds.push_back(bench::summarize(samples).median);
+      // The latency from the fastest small message (on a loaded machine the median measures the
+      // scheduler), the bandwidth from the medians of the large ones.
+      seconds.push_back(size == sizes.front() ? *std::min_element(samples.begin(), samples.end())
+                                              : bench::summarize(samples).median);
     }
     return seconds;
   });
-  std::vector<double> bytes(sizes.begin(), sizes.end());
-  return gw::model::fit_link(bytes, r.get<std::vector<double>>());
+  const std::vector<double> t = r.get<std::vector<double>>();
+  gw::model::Link l;
+  l.alpha = t[0];
+  l.beta = t[2] > t[1] ? (t[2] - t[1]) / double(sizes[2] - sizes[1]) : t[2] / double(sizes[2]);
+  return l;
 }
 
 int run(const CalibrateArgs& args) {

@@ -241,24 +241,25 @@ int run(const SimulateArgs& a) {
     const Row* best_compressed = nullptr;
     for (const auto& [name, r] : best_of)
       if (name != "none" && (!best_compressed || r->step < best_compressed->step)) best_compressed = r;
-    std::string verdict;
+    std::string verdict, why;
     bool pays = false;
     if (none && best_compressed) {
       pays = best_compressed->step < none->step * 0.999;
       const gm::CodecCost& k = *model.codec(best_compressed->codec);
       if (pays) {
-        verdict = "compression pays: " + best_compressed->codec + " " + ms(best_compressed->step) + " ms per step against " +
-                  ms(none->step) + " ms uncompressed; " + gm::explain(k, best_compressed->cost, none->cost);
+        why = best_compressed->codec + " " + ms(best_compressed->step) + " ms per step against " + ms(none->step) +
+              " ms uncompressed; " + gm::explain(k, best_compressed->cost, none->cost);
       } else if (a.compute > 0 && none->step <= a.compute * 1.0001) {
-        verdict = "compression does not pay: overlap — the uncompressed exchange (" + ms(none->per_step_exchange) +
-                  " ms) already hides behind the backward pass (" + ms(a.compute * a.backward_fraction) + " ms)";
+        why = "overlap: the uncompressed exchange (" + ms(none->per_step_exchange) +
+              " ms) already hides behind the backward pass (" + ms(a.compute * a.backward_fraction) + " ms)";
       } else {
-        verdict = "compression does not pay: " + gm::explain(k, best_compressed->cost, none->cost);
+        why = gm::explain(k, best_compressed->cost, none->cost);
       }
+      verdict = (pays ? "compression pays: " : "compression does not pay: ") + why;
       if (paid_before && *paid_before != pays) {
         std::ostringstream o;
         o << (pays ? "compression starts paying at " : "compression stops paying at ")
-          << (rate_sweep ? rate_text(p.inter_rate) : std::to_string(p.ranks) + " ranks") << ": " << verdict;
+          << (rate_sweep ? rate_text(p.inter_rate) : std::to_string(p.ranks) + " ranks") << ": " << why;
         notes.push_back(o.str());
       }
       paid_before = pays;

@@ -65,9 +65,26 @@ struct Axis {
   }
 };
 
+// Notes wrapped at spaces to lines of at most `width` characters.
+std::vector<std::string> wrap(const std::vector<std::string>& notes, size_t width) {
+  std::vector<std::string> out;
+  for (std::string rest : notes) {
+    while (rest.size() > width) {
+      size_t cut = rest.rfind(' ', width);
+      if (cut == std::string::npos || cut == 0) cut = width;
+      out.push_back(rest.substr(0, cut));
+      rest = "    " + rest.substr(rest[cut] == ' ' ? cut + 1 : cut);
+    }
+    out.push_back(rest);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string line_chart_svg(const std::vector<Line>& lines, const ChartSpec& spec) {
+std::string line_chart_svg(const std::vector<Line>& lines, const ChartSpec& chart) {
+  ChartSpec spec = chart;
+  spec.notes = wrap(chart.notes, 140);
   Axis x, y;
   x.log = spec.log_x, y.log = spec.log_y;
   for (const Line& l : lines)
