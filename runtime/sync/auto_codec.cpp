@@ -65,7 +65,7 @@ gm::CodecCost probe(Codec& codec, uint64_t chunk_bytes) {
     gw_tensor t = tensor(out, count);
     codec.decode(ctx, payload, size, t, acc ? GW_DECODE_ACCUMULATE : 0);
   };
-  return gm::measure_codec(codec.name(), kind, p, 2 * chunk_bytes, chunk_bytes, 2);
+  return gm::measure_codec(codec.name(), kind, p, 8 * chunk_bytes, chunk_bytes, 2);  // 8 pieces: past the caches
 }
 
 std::string mb(double bytes) {
@@ -122,13 +122,22 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     const gm::CodecCost c = known ? *known : probe(*codecs[i], chunk);
     v[5 + 3 * i] = c.ratio, v[6 + 3 * i] = c.encode, v[7 + 3 * i] = c.decode;
   }
-  constexpr double kSmall = 256 << 10, kLarge = 2 << 20;
+  constexpr double kSmall = 256 << 10, kMedium = 1 << 20, kLarge = 16 << 20;
+  double large = kMedium;
   if (from_file) {
     const gm::Link l = file.link(file.inter);
     v[1] = l.alpha, v[2] = l.beta;
   } else {
     v[3] = time_allreduce(comm, uint64_t(kSmall), 3);
-    v[4] = time_allreduce(comm, uint64_t(kLarge), 3);
+    v[4] = time_allreduce(comm, uint64_t(kMedium), 3);
+    // On a fast link a 1 MiB allreduce lasts about as long as a scheduler's hiccup: time 16 MiB too
+    // when that costs little (decided from every rank's maximum, so all ranks agree).
+    double probe = v[4];
+    run_collective(comm, &probe, 1, GW_DTYPE_F64, GW_REDUCE_MAX);
+    if (probe * (kLarge / kMedium) < 0.05) {
+      v[4] = time_allreduce(comm, uint64_t(kLarge), 3);
+      large = kLarge;
+    }
   }
   run_collective(comm, v.data(), v.size(), GW_DTYPE_F64, GW_REDUCE_MAX);
 
@@ -146,10 +155,11 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     t.cores = std::max<double>(1, comm.settings().cpus) / ranks_here;
     link_source = "model " + model_path + " (link '" + file.inter + "')";
   } else {
-    // Fitted from the two ring allreduces: t = 2 (n-1) alpha + 2 (n-1)/n M beta + (n-1)/n M gamma. The
+    // Fitted from two ring allreduces (256 KiB and 1 or 16 MiB):
+    // t = 2 (n-1) alpha + 2 (n-1)/n M beta + (n-1)/n M gamma. The
     // measurements were made with all ranks busy, so no further sharing of cores is modelled.
     t.cores = 1;
-    const double dn = double(n), slope = (v[4] - v[3]) / (kLarge - kSmall);
+    const double dn = double(n), slope = (v[4] - v[3]) / (large - kSmall);
     link.beta = std::max(1e-13, (slope - (dn - 1) / dn * v[0]) / (2 * (dn - 1) / dn));
     link.alpha = std::max(0.0, (v[3] - 2 * (dn - 1) / dn * kSmall * link.beta - (dn - 1) / dn * kSmall * v[0]) /
                                    (2 * (dn - 1)));

@@ -2,7 +2,7 @@
 // each such bucket gets the codec among `[codec] allow` that the cost model (runtime/model,
 // docs/cost-model.md) predicts fastest for its size, uncompressed unless a codec wins by more than 5 %.
 // The model's numbers come from `[codec] model` (a file `gradwire calibrate` wrote) or are measured
-// now: every rank times the allowed codecs and two dense allreduces at once (so ranks sharing cores are
+// now: every rank times the allowed codecs and dense allreduces at once (so ranks sharing cores are
 // measured sharing them); the numbers are then maxed over the ranks, so every rank evaluates the same
 // model and makes the same choice.
 #pragma once

@@ -1,7 +1,8 @@
-// One rank of the auto-codec tests, started by `gradwire run -n N -- auto_rank CASE [MODEL]`:
-//   loopback      [codec] name = "auto", numbers measured at finalize: expects none or fp16
-//   model FILE    the same with [codec] model = FILE (calibrated for a slow link): expects int8 or topk
-//   bad-allow     an allowed codec that does not exist: GW_ERR_CONFIG naming it
+// One rank of the auto-codec tests, started by `gradwire run -n N -- auto_rank CASE [MODEL EXPECT]`:
+//   measured            [codec] name = "auto", numbers measured at finalize (any codec may win)
+//   model FILE light    [codec] model = FILE (calibrated for a fast link): expects none or fp16
+//   model FILE strong   the same for a slow link: expects int8 or topk
+//   bad-allow     an allowed codec that does not exist: gw_runtime_create fails naming it
 // Every case checks that all ranks chose the same codec, that gw_sync stats carry it and its reason,
 // and that a step gives every rank the same average. Prints "OK rank r" at the end.
 #include <string>
@@ -15,12 +16,18 @@ int main(int argc, char** argv) {
   init_rank_from_env();
   const std::string mode = argc > 1 ? argv[1] : "";
   std::string toml = "[codec]\nname = \"auto\"\nallow = [\"none\", \"fp16\", \"int8\", \"topk\"]\n";
+  const std::string expect = argc > 3 ? argv[3] : "";
   if (mode == "model") {
-    if (argc < 3) die("usage: auto_rank model FILE");
+    if (argc < 4 || (expect != "light" && expect != "strong")) die("usage: auto_rank model FILE light|strong");
     toml += "model = \"" + std::string(argv[2]) + "\"\n";
   } else if (mode == "bad-allow") {
-    toml = "[codec]\nname = \"auto\"\nallow = [\"none\", \"int9\"]\n";
-  } else if (mode != "loopback") {
+    const std::string text = "[codec]\nname = \"auto\"\nallow = [\"none\", \"int9\"]\n";
+    gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+    ro.config_text = text.c_str();
+    ro.flags = GW_RUNTIME_NO_ENV_OVERRIDES;
+    gw_runtime* bad = nullptr;
+    expect_error(gw_runtime_create(&ro, &bad), GW_ERR_NOT_FOUND, "gw_runtime_create with allow = [\"none\", \"int9\"]");
+  } else if (mode != "measured") {
     die("unknown case '" + mode + "'");
   }
   gw_runtime* rt = make_runtime(toml);
@@ -36,9 +43,7 @@ int main(int argc, char** argv) {
   gw_tensor tw = f32(w.data(), w.size()), tb = f32(b.data(), b.size());
   check(gw_sync_register(sync, "fc.weight", &tw, nullptr), "register");
   check(gw_sync_register(sync, "fc.bias", &tb, nullptr), "register");
-  const gw_status st = gw_sync_finalize(sync);
-  if (mode == "bad-allow") expect_error(st, GW_ERR_CONFIG, "gw_sync_finalize with allow = [\"none\", \"int9\"]");
-  check(st, "gw_sync_finalize");
+  check(gw_sync_finalize(sync), "gw_sync_finalize");
 
   uint32_t buckets = 0;
   check(gw_sync_bucket_count(sync, &buckets), "bucket count");
@@ -52,11 +57,14 @@ int main(int argc, char** argv) {
   const std::string reason = stats.codec_reason ? stats.codec_reason : "";
   std::printf("[%d] auto chose %s: %s\n", g_rank, codec.c_str(), reason.c_str());
   if (reason.find("predicted") == std::string::npos) die("the reason does not give the prediction: '" + reason + "'");
-  if (mode == "loopback" && codec != "none" && codec != "fp16")
-    die("on loopback auto chose " + codec + "; expected none or fp16 (" + reason + ")");
   if (mode == "model") {
-    if (codec != "int8" && codec != "topk") die("behind a slow link auto chose " + codec + "; expected int8 or topk");
+    if (expect == "light" && codec != "none" && codec != "fp16")
+      die("on a fast link auto chose " + codec + "; expected none or fp16 (" + reason + ")");
+    if (expect == "strong" && codec != "int8" && codec != "topk")
+      die("behind a slow link auto chose " + codec + "; expected int8 or topk (" + reason + ")");
     if (reason.find(argv[2]) == std::string::npos) die("the reason does not name the model file: " + reason);
+  } else if (reason.find("measured now") == std::string::npos) {
+    die("the reason does not say the link was measured: " + reason);
   }
   check_identical(comm, codec.data(), codec.size(), "the chosen codec");
 

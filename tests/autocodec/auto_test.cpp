@@ -1,6 +1,6 @@
-// The auto codec: on loopback it keeps compression off (or fp16); with a model calibrated for a
-// 100 Mbit/s link it picks a strong codec; a codec that does not exist in `allow` is a clear error.
-// Every rank must choose alike (auto_rank checks it).
+// The auto codec: with a model of this machine's codecs and a fast (100 Gbit/s) link it keeps
+// compression off (or fp16); behind a 100 Mbit/s link it picks a strong codec; measured at finalize every
+// rank chooses alike; a codec that does not exist in `allow` is a clear error.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -24,26 +24,43 @@ void expect_ok(int ranks, const std::string& args) {
 
 }  // namespace
 
-TEST(AutoCodec, OnLoopbackKeepsCompressionOffOrFp16) { expect_ok(2, "loopback"); }
+// A model of this machine's codecs (measured) with a link of `rate` between the ranks.
+struct Calibrated {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("gw_auto_" + std::to_string(getpid()));
+  std::string file = (dir / "model.toml").string();
+  explicit Calibrated(const std::string& rate) {
+    std::filesystem::create_directories(dir);
+    const auto cal = gwtest::run_command(std::string(GW_CLI) + " calibrate --no-links --inter-rate " + rate +
+                                         " --codecs none,fp16,int8,topk --bytes 8388608 --repetitions 2 -o " + file);
+    EXPECT_EQ(cal.exit_code, 0) << cal.output;
+    EXPECT_TRUE(std::filesystem::exists(file)) << cal.output;
+  }
+  ~Calibrated() { std::filesystem::remove_all(dir); }
+};
+
+// Loopback on a machine whose shared memory moves 12.5 GB/s: compressing costs more than it saves.
+TEST(AutoCodec, OnAFastLocalLinkKeepsCompressionOffOrFp16) {
+  const Calibrated model("100gbit");
+  expect_ok(2, "model " + model.file + " light");
+}
 
 TEST(AutoCodec, BehindA100MbitLinkPicksAStrongCodec) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("gw_auto_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string model = (dir / "model.toml").string();
-  const auto cal = gwtest::run_command(std::string(GW_CLI) + " calibrate --no-links --inter-rate 100mbit --codecs " +
-                                       "none,fp16,int8,topk --bytes 4194304 --repetitions 2 -o " + model);
-  ASSERT_EQ(cal.exit_code, 0) << cal.output;
-  ASSERT_TRUE(std::filesystem::exists(model)) << cal.output;
-  expect_ok(2, "model " + model);
-  expect_ok(3, "model " + model);
-  std::filesystem::remove_all(dir);
+  const Calibrated model("100mbit");
+  expect_ok(2, "model " + model.file + " strong");
+  expect_ok(3, "model " + model.file + " strong");
+}
+
+// Measured at finalize on this machine (whatever wins here): every rank chooses alike and says why.
+TEST(AutoCodec, MeasuredAtFinalizeEveryRankChoosesAlike) {
+  expect_ok(2, "measured");
+  expect_ok(3, "measured");
 }
 
 TEST(AutoCodec, AnUnknownAllowedCodecIsAConfigError) {
   const auto r = gwtest::run_command(launch(2, "bad-allow"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (int rank = 0; rank < 2; ++rank) {
-    const std::string prefix = "[" + std::to_string(rank) + "] EXPECTED-ERROR GW_ERR_CONFIG";
+    const std::string prefix = "[" + std::to_string(rank) + "] EXPECTED-ERROR GW_ERR_NOT_FOUND";
     const size_t at = r.output.find(prefix);
     ASSERT_NE(at, std::string::npos) << r.output;
     EXPECT_NE(r.output.substr(at, r.output.find('\n', at) - at).find("int9"), std::string::npos) << r.output;
