@@ -6,8 +6,13 @@
 // rate's beta (a link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
 #include <gradwire/gradwire.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <thread>
@@ -33,6 +38,7 @@ struct CalibrateArgs {
   uint64_t bytes = 64 << 20;  // beyond the caches, like a gradient
   int repetitions = 3;
   bool no_links = false;
+  int concurrent = 1;  // processes measuring the codecs at once
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -139,20 +145,89 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config) 
   return l;
 }
 
-int run(const CalibrateArgs& args) {
+// gamma and every codec's costs, measured in this process.
+json measure_cpu(const CalibrateArgs& args) {
   RuntimePtr rt = open_runtime(args.config);
-  gw::model::Model m;
-  m.machine.cores = std::max(1u, std::thread::hardware_concurrency());
-  m.machine.gamma = gw::model::measure_gamma(args.bytes, args.repetitions);
   const uint64_t chunk = 1 << 20;  // [collectives] pipeline_chunk_bytes' default
-  std::vector<std::string> names = args.codecs.empty() ? codec_names(rt.get()) : split(args.codecs);
-  std::cout << "gradwire calibrate: " << m.machine.cores << " cores, sum " << std::setprecision(3)
-            << 1e-9 / m.machine.gamma << " GB/s (f32 bytes)\n";
+  json out = {{"gamma", gw::model::measure_gamma(args.bytes, args.repetitions)}, {"codecs", json::array()}};
+  for (const std::string& name : args.codecs.empty() ? codec_names(rt.get()) : split(args.codecs)) {
+    const gw::model::CodecCost c = name == "none" ? gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0}
+                                                  : measure(rt.get(), name, args, chunk);
+    out["codecs"].push_back({{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio},
+                             {"encode", c.encode}, {"decode", c.decode}});
+  }
+  return out;
+}
+
+// The same in `n` processes at once (ranks sharing the cores), the median of each figure over them.
+json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
+  if (n <= 1) return measure_cpu(args);
+  std::vector<std::pair<pid_t, int>> children;
+  std::fflush(nullptr);
+  for (int i = 0; i < n; ++i) {
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+      close(fds[0]);
+      int status = 0;
+      try {
+        const std::string text = measure_cpu(args).dump();
+        status = write(fds[1], text.data(), text.size()) == ssize_t(text.size()) ? 0 : 1;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "gradwire calibrate: %s\n", e.what());
+        status = 1;
+      }
+      _exit(status);
+    }
+    close(fds[1]);
+    children.emplace_back(pid, fds[0]);
+  }
+  std::vector<json> results;
+  bool failed = false;
+  for (const auto& [pid, fd] : children) {
+    std::string text;
+    char buf[4096];
+    for (ssize_t got; (got = read(fd, buf, sizeof buf)) > 0;) text.append(buf, size_t(got));
+    close(fd);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
+      failed = true;
+      continue;
+    }
+    results.push_back(json::parse(text));
+  }
+  if (failed || results.empty()) throw std::runtime_error("a measuring process failed (messages above)");
+  const auto median = [&](const std::function<double(const json&)>& pick) {
+    std::vector<double> v;
+    for (const json& r : results) v.push_back(pick(r));
+    return bench::summarize(v).median;
+  };
+  json all = results.front();
+  all["gamma"] = median([](const json& r) { return r["gamma"].get<double>(); });
+  for (size_t c = 0; c < all["codecs"].size(); ++c)
+    for (const char* k : {"encode", "decode"})
+      all["codecs"][c][k] = median([&](const json& r) { return r["codecs"][c][k].get<double>(); });
+  return all;
+}
+
+int run(const CalibrateArgs& args) {
+  gw::model::Model m;
+  const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+  // Numbers measured with `concurrent` processes at once already include their sharing of the cores:
+  // the model's cores count how many ranks a node runs before they take turns more than that.
+  m.machine.cores = std::max(hw, args.concurrent);
+  const json cpu = measure_cpu_concurrently(args, args.concurrent);
+  m.machine.gamma = cpu["gamma"];
+  std::cout << "gradwire calibrate: " << hw << " cores, " << std::max(1, args.concurrent)
+            << " process(es) measuring at once, sum " << std::setprecision(3) << 1e-9 / m.machine.gamma
+            << " GB/s (f32 bytes)\n";
   std::cout << std::left << std::setw(10) << "codec" << std::setw(16) << "kind" << std::right << std::setw(10) << "ratio"
             << std::setw(14) << "encode GB/s" << std::setw(14) << "decode GB/s" << "\n";
-  for (const std::string& name : names) {
-    gw::model::CodecCost c = name == "none" ? gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0}
-                                            : measure(rt.get(), name, args, chunk);
+  for (const json& j : cpu["codecs"]) {
+    gw::model::CodecCost c{j["name"], *gw::model::kind_from_name(j["kind"]), j["ratio"], j["encode"], j["decode"]};
     const double dec = c.kind == gw::model::CodecKind::Sparse ? c.decode / c.ratio : c.decode;
     std::cout << std::left << std::setw(10) << c.name << std::setw(16) << gw::model::kind_name(c.kind) << std::right
               << std::setw(10) << std::setprecision(4) << c.ratio << std::setw(14)
@@ -160,8 +235,8 @@ int run(const CalibrateArgs& args) {
     m.codecs.push_back(c);
   }
   if (!m.codec("none")) m.codecs.insert(m.codecs.begin(), gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0});
-  rt.reset();
   std::string how = "this machine";
+  if (args.concurrent > 1) how += ", codecs measured in " + std::to_string(args.concurrent) + " processes at once";
   if (!args.no_links) {
     for (const char* tls : {"shm", "tcp"}) {
       try {
@@ -212,6 +287,9 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--inter-rate", args->inter_rate, "Add a link 'inter' of this rate (e.g. 100mbit) between nodes");
   cmd->add_option("--intra-rate", args->intra_rate, "Add a link 'intra' of this rate inside a node");
   cmd->add_flag("--no-links", args->no_links, "Measure codecs only, not the transports");
+  cmd->add_option("--concurrent", args->concurrent,
+                  "Measure the codecs in this many processes at once (as many as ranks will share the cores)")
+      ->check(CLI::Range(1, 256));
   cmd->callback([&exit_code, args] {
     try {
       exit_code = run(*args);

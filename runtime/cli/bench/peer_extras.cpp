@@ -176,6 +176,7 @@ gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string&
   t.cores = std::max(1e-3, cores / double(std::max(1, ranks)));  // every rank's link its own, the cores shared
   t.intra.beta = t.inter.beta = bytes_per_s > 0 ? 1 / bytes_per_s : 0;
   if (model) {
+    t.cores = std::max(1e-3, model->machine.cores / double(std::max(1, ranks)));
     if (const gw::model::CodecCost* k = model->codec(codec)) c = *k;
     t.gamma = model->machine.gamma;
     if (model->links.count("tcp")) t.intra.alpha = t.inter.alpha = model->links.at("tcp").alpha;
