@@ -36,5 +36,7 @@ void add_bench_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
 void add_conformance_command(CLI::App& app, int& exit_code);
+void add_calibrate_command(CLI::App& app, int& exit_code);  // cmd_calibrate.cpp
+void add_simulate_command(CLI::App& app, int& exit_code);   // cmd_simulate.cpp
 
 }  // namespace gwcli

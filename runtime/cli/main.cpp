@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   gwcli::add_run_command(app, exit_code);
   gwcli::add_train_command(app, exit_code);
   gwcli::add_conformance_command(app, exit_code);
+  gwcli::add_calibrate_command(app, exit_code);
+  gwcli::add_simulate_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -111,6 +111,8 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   }
   const uint32_t cpus = usable_cpus();
   settings.wait_spin_us = spin_us(runtime.config().get_int("runtime", "wait_spin_us"), ranks_here, cpus);
+  settings.ranks_here = ranks_here;
+  settings.cpus = cpus;
   runtime.logger().info("comm", std::to_string(ranks_here) + " ranks on this host, " + std::to_string(cpus) +
                                     " CPUs usable: waits spin " + std::to_string(settings.wait_spin_us) +
                                     " us before yielding ([runtime] wait_spin_us)");

@@ -46,8 +46,14 @@ Schema Schema::builtin() {
       {"codec",
        "How gradients are compressed.",
        {
-           {"name", ValueType::String, "\"none\"", "The codec plugin to use (none: uncompressed).", 1,
-            kUnbounded, {}},
+           {"name", ValueType::String, "\"none\"",
+            "The codec plugin to use (none: uncompressed; auto: per bucket, the one of `allow` the cost model "
+            "predicts fastest, docs/cost-model.md).", 1, kUnbounded, {}},
+           {"allow", ValueType::StringList, "[\"none\", \"fp16\", \"int8\", \"topk\"]",
+            "The codecs auto may choose from (none is always a candidate).", 1, kUnbounded, {}},
+           {"model", ValueType::String, "\"\"",
+            "A cost model file (gradwire calibrate) for auto; empty: measure codecs and link at "
+            "gw_sync_finalize.", 1, kUnbounded, {}},
            {"error_feedback", ValueType::Bool, "false",
             "Keep each bucket's compression residual and add it to the next step's input.", 1,
             kUnbounded, {}},

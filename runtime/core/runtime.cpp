@@ -64,7 +64,9 @@ void Runtime::check_component_names() const {
                            section.substr(0, section.find('.')) + "] " + key + " = \"" + value + "\": " + e.what());
     }
   };
-  check(GW_COMPONENT_CODEC, "codec", "name", config_->get_string("codec", "name"), false);
+  check(GW_COMPONENT_CODEC, "codec", "name", config_->get_string("codec", "name"), true);  // auto: sync/auto_codec
+  for (const std::string& allowed : config_->get_strings("codec", "allow"))
+    if (allowed != "none") check(GW_COMPONENT_CODEC, "codec", "allow", allowed, false);
   check(GW_COMPONENT_SCHEDULE, "schedule", "name", config_->get_string("schedule", "name"), false);
   check(GW_COMPONENT_TRANSPORT, "transport", "inter", config_->get_string("transport", "inter"), true);
   check(GW_COMPONENT_TRANSPORT, "transport", "intra", config_->get_string("transport", "intra"), true);
@@ -72,7 +74,7 @@ void Runtime::check_component_names() const {
     check(GW_COMPONENT_TRANSPORT, "transport", "device", device, false);
   for (size_t i = 0; i < config_->rules().size(); ++i) {
     const auto* rule = config_->rules()[i].as_table();
-    check(GW_COMPONENT_CODEC, "rules." + std::to_string(i), "codec", *rule->get("codec")->value<std::string>(), false);
+    check(GW_COMPONENT_CODEC, "rules." + std::to_string(i), "codec", *rule->get("codec")->value<std::string>(), true);
   }
 }
 

@@ -8,6 +8,7 @@
 #include "collectives/algorithms.hpp"
 #include "comm/compressed_start.hpp"
 #include "core/error.hpp"
+#include "sync/auto_codec.hpp"
 
 namespace gw::sync {
 
@@ -168,9 +169,24 @@ void Synchronizer::finalize() {
   if (tensors_.empty()) fail(GW_ERR_STATE, "gw_sync_finalize: no tensor is registered; gw_sync_register them first");
   for (TensorEntry& t : tensors_) t.codec = codec_for(rules_, t.name, 4 * t.gradient.count, default_codec_);
   const auto lists = assign_buckets(tensors_, bucket_bytes_);
+  // Buckets whose codec is "auto" get theirs from the cost model; collective, and alike on every rank.
+  std::vector<uint64_t> auto_counts;
+  for (const auto& list : lists)
+    if (tensors_[list.front()].codec == "auto") {
+      uint64_t count = 0;
+      for (uint32_t i : list) count += tensors_[i].gradient.count;
+      auto_counts.push_back(count);
+    }
+  const std::vector<AutoChoice> chosen =
+      auto_counts.empty() ? std::vector<AutoChoice>{} : choose_auto_codecs(comm_, runtime_, auto_counts);
+  size_t next_auto = 0;
   for (const auto& list : lists) {
     Bucket b;
     b.codec_name = tensors_[list.front()].codec;
+    if (b.codec_name == "auto") {
+      b.codec_reason = chosen[next_auto].reason;
+      b.codec_name = chosen[next_auto++].codec;
+    }
     if (b.codec_name != "none") {
       auto it = codecs_.find(b.codec_name);
       if (it == codecs_.end()) it = codecs_.emplace(b.codec_name, runtime_.make_codec(b.codec_name)).first;
@@ -590,6 +606,17 @@ gw_sync_stats Synchronizer::stats(uint32_t bucket) const {
   s.decode_seconds = total.decode_seconds;
   s.steps = total.steps;
   s.syncs = total.syncs;
+  static const char* const kMixed = "mixed";
+  if (bucket == GW_SYNC_ALL_BUCKETS) {
+    s.codec = buckets_.empty() ? "" : buckets_.front().codec_name.c_str();
+    s.codec_reason = "";
+    for (const Bucket& b : buckets_)
+      if (b.codec_name != buckets_.front().codec_name) s.codec = kMixed;
+  } else {
+    const Bucket& b = const_cast<Synchronizer*>(this)->bucket_at(bucket);
+    s.codec = b.codec_name.c_str();
+    s.codec_reason = b.codec_reason.c_str();
+  }
   return s;
 }
 

@@ -121,6 +121,7 @@ class Synchronizer {
     std::unique_ptr<Exchange> early;        // started by bucket_ready in this step
     std::optional<Rollback> rollback;       // the state before this step's early start
     Accounting accounting;
+    std::string codec_reason;  // why the auto codec chose codec_name; "" when configured
   };
   // What the schedule will do this step, from a dry run of on_step on a copy of its state.
   struct Plan {

@@ -415,9 +415,13 @@ typedef struct gw_sync_stats {
   double decode_seconds;
   uint64_t steps;            /* steps counted (skipped ones excluded) */
   uint64_t syncs;            /* exchanges of this bucket (all buckets: summed) */
+  const char* codec;         /* the bucket's codec (with [codec] name = "auto": the one chosen); all
+                                buckets: their codec when they share one, else "mixed". Valid while
+                                the synchronizer lives */
+  const char* codec_reason;  /* auto: why that codec (the cost model's prediction), else "" */
 } gw_sync_stats;
 
-#define GW_SYNC_STATS_INIT {(uint32_t)sizeof(gw_sync_stats), 0u, 0u, 1.0, 0.0, 0.0, 0.0, 0u, 0u}
+#define GW_SYNC_STATS_INIT {(uint32_t)sizeof(gw_sync_stats), 0u, 0u, 1.0, 0.0, 0.0, 0.0, 0u, 0u, NULL, NULL}
 
 /* Accounting of one bucket, or of all with GW_SYNC_ALL_BUCKETS. thread: the communicator's. */
 GW_API gw_status gw_sync_get_stats(gw_sync* sync, uint32_t bucket, gw_sync_stats* stats);

@@ -17,6 +17,9 @@ struct Options {
   std::string config;     // TOML file handed to gw_runtime_create, or empty
   std::string link;       // "1gbit", ...: place ranks in the emulated cluster (when supported)
   std::string transport;  // [transport] inter for every rank, or empty: the configuration's
+  int ranks = 0;          // P5: ranks (0: the suite's default)
+  uint64_t bytes = 0;     // P5: f32 bytes reduced (0: the suite's default)
+  std::string model;      // P4, P5: a cost model file (gradwire calibrate): add its predictions
 };
 
 struct Result {

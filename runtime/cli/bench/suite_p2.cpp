@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/bench.hpp"
+#include "bench/peer_extras.hpp"
 
 namespace gwcli::bench {
 namespace {
@@ -104,6 +105,17 @@ void run_p2(const Options& options, const Emit& emit) {
                  {"spread_ours", o.spread},
                  {"spread_peer", p.spread},
                  {"target", "ratio >= 10, recall >= 0.99, count in [0.9k, 1.1k]"}};
+    // What a PyTorch user runs: torch.topk on the CPU with every core (exact: recall 1).
+    std::string why;
+    if (const auto torch = run_torch_topk(n, k, std::max(options.repetitions, 5), &why)) {
+      const Stats t = summarize(torch->at("seconds").get<std::vector<double>>());
+      res.extra["torch_topk_ms"] = t.median * 1e3;
+      res.extra["torch_topk_threads"] = torch->value("threads", 0);
+      res.extra["ratio_vs_torch_topk"] = o.median > 0 ? t.median / o.median : 0;
+      res.extra["torch_topk_recall"] = 1.0;
+    } else {
+      res.extra["torch_topk"] = "skipped: " + why;
+    }
     emit(res);
   }
 }

@@ -15,11 +15,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "bench/bench.hpp"
 #include "bench/bench_ranks.hpp"
+#include "model/model.hpp"
 
 namespace gwcli::bench {
 namespace {
@@ -87,6 +89,8 @@ void run_p4(const Options& o, const Emit& emit) {
   const std::vector<uint64_t> sizes =
       o.quick ? std::vector<uint64_t>{4096, 1u << 20}
               : std::vector<uint64_t>{4096, 65536, 262144, 1u << 20, 4u << 20, 16u << 20, 64u << 20, 256u << 20};
+  std::optional<gw::model::Model> model;
+  if (!o.model.empty()) model = gw::model::load(o.model);
   for (int n : {2, 4}) {
     const json ours = measure_ours(n, sizes, o);
     for (size_t i = 0; i < sizes.size(); ++i) {
@@ -107,6 +111,14 @@ void run_p4(const Options& o, const Emit& emit) {
                 {"spread", us.spread},
                 {"peer_spread", peer.spread}}};
       if (size >= (1u << 20)) r.extra["target"] = ">= 1.0";
+      if (model) {  // the cost model's prediction: every rank on this host, over its shm link
+        gw::model::Topology t;
+        t.nodes = 1, t.per_node = uint64_t(n), t.cores = model->machine.cores, t.gamma = model->machine.gamma;
+        t.intra = t.inter = model->link(model->links.count("shm") ? "shm" : model->intra);
+        const double p = gw::model::exchange(*model->codec("none"), double(size), t).total;
+        r.extra["predicted_ms"] = p * 1e3;
+        r.extra["error"] = (p - us.median) / us.median;
+      }
       emit(r);
     }
   }

@@ -1,5 +1,6 @@
 // P5: compressed allreduce of a 100 MB fp32 gradient on 4 ranks, each behind an emulated link (1 Gbit/s,
-// and 10 Gbit/s; --link picks one rate), against Open MPI's uncompressed MPI_Allreduce on the same links.
+// and 10 Gbit/s; --link picks the rates, --ranks and --bytes change the shape), against the best of Open
+// MPI's MPI_Allreduce and PyTorch's gloo allreduce (peers/torch_allreduce.py) on the same links.
 //
 // The suite drives two launches per rate:
 //   ours: `gradwire run -n 4 --link RATE -- gradwire bench --suite P5` — each rank in its own namespace,
@@ -9,7 +10,10 @@
 //   peer: the cluster built again, and `mpirun` starting gradwire-mpi-allreduce (bench/peers) once per rank
 //         through `ip netns exec`, restricted to TCP on the veths (btl tcp,self, btl_tcp_if_include
 //         198.18.0.0/15) — the brief's recipe.
-// ratio = MPI median / ours median (targets at 1 Gbit/s: int8 >= 3.5, onebit >= 20, topk 1 % >= 25).
+// ratio = best peer's median / ours median (targets at 1 Gbit/s: int8 >= 3.5, onebit >= 20, topk 1 % >= 25;
+// set when the peer was MPI alone). ideal: the bytes each rank must send with the codec's algorithm at the
+// rate one plain TCP transfer between two ranks reached in the same run; of_ideal = ideal / ours. With
+// --model, predicted_ms and error: the cost model's prediction at that measured rate (docs/cost-model.md).
 // extra: the link actually used ("loopback" without root), spreads, the codec's size ratio
 // (f32 bytes / encoded bytes of the whole gradient), and for the none codec gradwire's own uncompressed
 // allreduce over the same links (P4's comparison, on slow links).
@@ -17,18 +21,24 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
+#include <sstream>
+#include <thread>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench/bench.hpp"
 #include "bench/bench_ranks.hpp"
+#include "bench/peer_extras.hpp"
+#include "model/measure.hpp"
 #include "cluster.hpp"
 #include "commands.hpp"
 
@@ -45,7 +55,8 @@ constexpr int kRanks = 4;
 constexpr uint64_t kBytes = 100'000'000;  // 100 MB of f32
 constexpr const char* kCodecs[] = {"none", "fp16", "bf16", "int8", "onebit", "topk", "randomk"};
 
-uint64_t element_count(const Options& o) { return (o.quick ? 4'000'000 : kBytes) / 4; }
+uint64_t element_count(const Options& o) { return (o.bytes > 0 ? o.bytes : o.quick ? 4'000'000 : kBytes) / 4; }
+int ranks_of(const Options& o) { return o.ranks > 0 ? o.ranks : kRanks; }
 
 // ---- a rank (inside `gradwire run`) ---------------------------------------------------------------------
 
@@ -61,9 +72,14 @@ void run_worker(const Options& o, const std::string& out_path) {
       for (float& v : in) v = d(gen);
     }
     json r = {{"ranks", gw_comm_size(comm)}, {"count", count}, {"codecs", json::object()}};
+    r["link_bytes_per_s"] = measure_tcp_rate(comm);
     for (const char* name : kCodecs) {
       gw_codec* codec = nullptr;
       check_bench(gw_codec_create(rt, name, &codec), std::string("P5: gw_codec_create ") + name);
+      gw_codec_properties props = GW_CODEC_PROPERTIES_INIT;
+      check_bench(gw_codec_get_properties(codec, &props), "P5: gw_codec_get_properties");
+      const auto kind = gw::model::kind_of(name, props.flags & GW_CODEC_SPARSE, props.flags & GW_CODEC_SUMMABLE,
+                                           props.flags & GW_CODEC_SHARED_INDICES);
       uint64_t encoded = 0;
       check_bench(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &encoded), "P5: gw_codec_max_encoded_size");
       std::vector<double> seconds;
@@ -84,7 +100,9 @@ void run_worker(const Options& o, const std::string& out_path) {
         if (rep > 0) seconds.push_back(s);
       }
       gw_codec_destroy(codec);
-      r["codecs"][name] = {{"seconds", seconds}, {"size_ratio", double(4 * count) / double(encoded)}};
+      r["codecs"][name] = {{"seconds", seconds},
+                           {"size_ratio", double(4 * count) / double(encoded)},
+                           {"kind", gw::model::kind_name(kind)}};
     }
     return r;
   });
@@ -95,9 +113,10 @@ void run_worker(const Options& o, const std::string& out_path) {
 
 json run_ours(const Options& o, const std::string& rate, const fs::path& out) {
   const std::string self = self_path();
-  std::vector<std::string> argv{self, "run", "-n", std::to_string(kRanks), "--link", rate, "--", self, "bench",
+  std::vector<std::string> argv{self, "run", "-n", std::to_string(ranks_of(o)), "--link", rate, "--", self, "bench",
                                 "--suite", "P5", "--json", "--repetitions", std::to_string(o.repetitions)};
   if (o.quick) argv.push_back("--quick");
+  if (o.bytes > 0) argv.insert(argv.end(), {"--bytes", std::to_string(o.bytes)});
   if (!o.config.empty()) argv.insert(argv.end(), {"--config", o.config});
   fs::remove(out);
   const int status = run_captured(argv, {{"GW_BENCH_P5_OUT", out.string()}}, nullptr);
@@ -117,7 +136,7 @@ json run_mpi(const Options& o, const std::string& rate, const Cluster* cluster) 
     // rank through `cluster.sh rsh ADDR` (ip netns exec) as it would through ssh; the daemons' and the
     // ranks' TCP stays on the veths (the PMIx server of each rank is its own namespace's daemon).
     std::string hosts;
-    for (int r = 0; r < kRanks; ++r) hosts += (r ? "," : "") + Cluster::address_of(r) + ":1";
+    for (int r = 0; r < ranks_of(o); ++r) hosts += (r ? "," : "") + Cluster::address_of(r) + ":1";
     argv.insert(argv.end(), {"--host", hosts, "--mca", "plm_rsh_agent", cluster->script_path() + " rsh", "--mca",
                              "btl_tcp_if_include", "198.18.0.0/15", "--mca", "oob_tcp_if_include", "198.18.0.0/15"});
     argv.insert(argv.begin(), {"ip", "netns", "exec", cluster->namespace_of(0)});
@@ -125,7 +144,7 @@ json run_mpi(const Options& o, const std::string& rate, const Cluster* cluster) 
   } else {
     argv.insert(argv.end(), {"--oversubscribe"});
   }
-  argv.insert(argv.end(), {"-np", std::to_string(kRanks)});
+  argv.insert(argv.end(), {"-np", std::to_string(ranks_of(o))});
   argv.insert(argv.end(), program.begin(), program.end());
   std::string captured;
   const int status = run_captured(argv, env, &captured);
@@ -146,9 +165,22 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
     run_worker(options, out);
     return;
   }
-  const std::vector<std::string> rates =
-      options.link.empty() ? std::vector<std::string>{"1gbit", "10gbit"} : std::vector<std::string>{options.link};
+  std::vector<std::string> rates;
+  {
+    std::stringstream list(options.link.empty() ? std::string("1gbit,10gbit") : options.link);
+    for (std::string r; std::getline(list, r, ',');)
+      if (!r.empty()) rates.push_back(r);
+  }
   for (const auto& r : rates) Cluster::check_rate(r, "bench P5");
+  std::optional<gw::model::Model> model;
+  if (!options.model.empty()) {
+    try {
+      model = gw::model::load(options.model);
+    } catch (const std::exception& e) {
+      throw Failure(GW_ERR_CONFIG, std::string("bench P5 --model: ") + e.what());
+    }
+  }
+  const int ranks = ranks_of(options);
   const fs::path out = fs::temp_directory_path() / ("gradwire-p5-" + std::to_string(getpid()) + ".json");
   for (const auto& rate : rates) {
     const json ours = run_ours(options, rate, out);
@@ -156,31 +188,58 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
     json mpi;
     std::string link = "loopback";
     {
-      std::optional<Cluster> cluster = Cluster::up(kRanks, rate, "bench P5 (MPI peer)");
+      std::optional<Cluster> cluster = Cluster::up(ranks, rate, "bench P5 (MPI peer)");
       if (cluster) link = rate;
       mpi = run_mpi(options, rate, cluster ? &*cluster : nullptr);
     }  // namespaces removed here
-    const Stats peer = summarize(mpi.at("seconds").get<std::vector<double>>());
-    const uint64_t mb = element_count(options) * 4 / 1'000'000;
+    std::string gloo_why;
+    const std::optional<json> gloo =
+        run_gloo_peer(ranks, rate, element_count(options), options.repetitions, &gloo_why);
+    if (!gloo) std::fprintf(stderr, "bench P5: gloo peer skipped at %s: %s\n", rate.c_str(), gloo_why.c_str());
+    const Stats mpi_s = summarize(mpi.at("seconds").get<std::vector<double>>());
+    const Stats gloo_s = gloo ? summarize(gloo->at("seconds").get<std::vector<double>>()) : Stats{};
+    const bool gloo_best = gloo && gloo_s.median > 0 && gloo_s.median < mpi_s.median;
+    const Stats peer = gloo_best ? gloo_s : mpi_s;
+    const double link_rate = ours.value("link_bytes_per_s", 0.0);
+    const uint64_t bytes = element_count(options) * 4;
+    const uint64_t mb = bytes / 1'000'000;
+    const double cores = std::max(1u, std::thread::hardware_concurrency());
     for (const char* name : kCodecs) {
       const json& c = ours.at("codecs").at(name);
       const Stats s = summarize(c.at("seconds").get<std::vector<double>>());
+      const auto kind = gw::model::kind_from_name(c.value("kind", std::string("dense"))).value_or(gw::model::CodecKind::Dense);
+      const double size_ratio = c.at("size_ratio").get<double>();
       Result res;
       res.suite = "P5";
-      res.case_name = std::string(name) + " " + std::to_string(mb) + "MB 4r " + link;
+      res.case_name = std::string(name) + " " + std::to_string(mb) + "MB " + std::to_string(ranks) + "r " + link;
       res.ours = s.median * 1e3;
       res.peer = peer.median * 1e3;
       res.unit = "ms";
       res.ratio = s.median > 0 ? peer.median / s.median : 0;
-      res.peer_name = "MPI_Allreduce";
+      res.peer_name = gloo_best ? "gloo" : "MPI_Allreduce";
       res.extra = {{"link", link},
-                   {"ranks", kRanks},
-                   {"bytes", element_count(options) * 4},
+                   {"ranks", ranks},
+                   {"bytes", bytes},
                    {"spread", s.spread},
                    {"peer_spread", peer.spread},
-                   {"size_ratio", c.at("size_ratio")},
+                   {"mpi_ms", mpi_s.median * 1e3},
+                   {"ratio_vs_mpi", s.median > 0 ? mpi_s.median / s.median : 0},
+                   {"size_ratio", size_ratio},
+                   {"link_mb_per_s", link_rate / 1e6},
                    {"repetitions", options.repetitions}};
-      if (rate == "1gbit" && !target_of(name).empty()) res.extra["target"] = target_of(name);
+      if (gloo) res.extra["gloo_ms"] = gloo_s.median * 1e3, res.extra["ratio_vs_gloo"] = s.median > 0 ? gloo_s.median / s.median : 0;
+      if (link_rate > 0) {
+        const gw::model::Cost need = allreduce_cost(nullptr, name, kind, size_ratio, double(bytes), ranks, link_rate, cores);
+        const double ideal = need.bytes_sent / link_rate;
+        res.extra["ideal_ms"] = ideal * 1e3;
+        res.extra["of_ideal"] = s.median > 0 ? ideal / s.median : 0;
+        if (model) {
+          const gw::model::Cost p = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, link_rate, cores);
+          res.extra["predicted_ms"] = p.total * 1e3;
+          res.extra["error"] = s.median > 0 ? (p.total - s.median) / s.median : 0;
+        }
+      }
+      if (rate == "1gbit" && ranks == kRanks && !gloo_best && !target_of(name).empty()) res.extra["target"] = target_of(name);
       emit(res);
     }
   }

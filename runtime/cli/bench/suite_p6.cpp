@@ -181,6 +181,8 @@ double cpu_parallelism() {
 
 }  // namespace
 
+void run_p6_runtime(const Options& options, const Emit& emit);  // suite_p6_runtime.cpp
+
 void run_p6(const Options& options, const Emit& emit) {
   const double parallelism = cpu_parallelism();
   const uint64_t count = options.quick ? (uint64_t{1} << 20) : (uint64_t{32} << 20);  // 4 MiB or 128 MiB f32
@@ -219,6 +221,7 @@ void run_p6(const Options& options, const Emit& emit) {
                  {"cpu_parallelism", parallelism}};
     emit(res);
   }
+  run_p6_runtime(options, emit);  // the runtime's own allreduce against the sum of its stages
 }
 
 }  // namespace gwcli::bench

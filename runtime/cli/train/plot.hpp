@@ -21,3 +21,22 @@ std::vector<double> nice_ticks(double lo, double hi, int target = 6);
 std::string accuracy_svg(const std::vector<Series>& series, double reference, const std::string& reference_label);
 
 }  // namespace gwtrain
+
+namespace gwtrain {
+
+// A general line chart in the same style (chart.cpp), used by `gradwire simulate`: one polyline per
+// line, linear or logarithmic axes (log: ticks at 1, 2, 5 times powers of ten), a legend and notes
+// under the title.
+struct Line {
+  std::string name;
+  std::vector<double> x, y;
+  bool dashed = false;
+};
+struct ChartSpec {
+  std::string title, x_label, y_label;
+  bool log_x = false, log_y = false;
+  std::vector<std::string> notes;
+};
+std::string line_chart_svg(const std::vector<Line>& lines, const ChartSpec& spec);
+
+}  // namespace gwtrain

@@ -1,0 +1,36 @@
+// What the allreduce suites add around their measurements (docs/benchmarks.md): the gloo peer
+// (peers/torch_allreduce.py under `gradwire run`), the link's rate measured in the same run with one
+// large plain-TCP transfer, the bytes each rank must send and the cost model's prediction.
+#pragma once
+
+#include <gradwire/gradwire.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "model/model.hpp"
+
+namespace gwcli::bench {
+
+// Inside a run: rank 1 sends `bytes` to rank 0 over one plain TCP connection (rank 0's GW_ROOT_ADDR,
+// port GW_ROOT_PORT + 2); returns rank 0's bytes per second, on every rank. Sized from GW_LINK_RATE
+// (about half a second of transfer) when bytes is 0.
+double measure_tcp_rate(gw_comm* comm, uint64_t bytes = 0);
+
+// The gloo peer: `gradwire run -n ranks [--link rate] -- python3 torch_allreduce.py count reps`. Returns
+// its JSON ({"seconds": [...]}) or nullopt with *why set (PyTorch missing, run failed).
+std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, uint64_t count, int reps,
+                                            std::string* why);
+
+// The torch.topk peer of P2 (peers/torch_topk.py): its JSON ({"seconds": [...], "threads": T}) or
+// nullopt with *why set.
+std::optional<nlohmann::json> run_torch_topk(uint64_t n, uint64_t k, int reps, std::string* why);
+
+// The algorithm gradwire runs for a codec of this kind and size ratio on n ranks (one per link): its
+// bytes sent per rank, and with a model (codec costs, gamma, alpha of its "tcp" link) its predicted time
+// at `bytes_per_s` with the ranks sharing `cores` cores.
+gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string& codec, gw::model::CodecKind kind,
+                               double size_ratio, double bytes, int ranks, double bytes_per_s, double cores);
+
+}  // namespace gwcli::bench

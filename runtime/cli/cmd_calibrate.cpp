@@ -1,0 +1,305 @@
+// `gradwire calibrate [-o FILE]`: fits the cost model (docs/cost-model.md) from short measurements on
+// this machine — every codec's encode and decode cost and size ratio, the cost of an elementwise sum,
+// and alpha / beta of each UCX transport between two local ranks (ping-pong: alpha the fastest one-way
+// time of 8 B, beta the slope between the median one-way times of 1 MiB and 16 MiB) — and
+// saves it as TOML. `--inter-rate RATE` adds a link "inter" with the TCP transport's alpha and the given
+// rate's beta (a link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
+#include <gradwire/gradwire.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <thread>
+
+#include "bench/bench.hpp"
+#include "bench/bench_ranks.hpp"
+#include "commands.hpp"
+#include "model/measure.hpp"
+#include "model/model.hpp"
+
+namespace gwcli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct CalibrateArgs {
+  std::string output = "gradwire-model.toml";
+  std::string config;
+  std::string codecs;      // comma-separated; empty: every codec plugin
+  std::string inter_rate;  // e.g. 100mbit
+  std::string intra_rate;
+  uint64_t bytes = 64 << 20;  // beyond the caches, like a gradient
+  int repetitions = 3;
+  bool no_links = false;
+  int concurrent = 1;  // processes measuring the codecs at once
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> codec_names(gw_runtime* rt) {
+  std::vector<std::string> names;
+  uint32_t plugins = 0;
+  check(gw_runtime_plugin_count(rt, &plugins), "listing plugins");
+  for (uint32_t p = 0; p < plugins; ++p) {
+    gw_plugin_info info = GW_PLUGIN_INFO_INIT;
+    if (gw_runtime_plugin_info(rt, p, &info) != GW_OK || info.status != GW_OK) continue;
+    for (uint32_t c = 0; c < info.num_components; ++c) {
+      gw_component_info ci = GW_COMPONENT_INFO_INIT;
+      if (gw_runtime_component_info(rt, p, c, &ci) == GW_OK && ci.kind == 0) names.push_back(ci.name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const CalibrateArgs& args, uint64_t chunk) {
+  gw_codec* codec = nullptr;
+  check(gw_codec_create(rt, name.c_str(), &codec), "creating codec '" + name + "'");
+  std::unique_ptr<gw_codec, gw_status (*)(gw_codec*)> owner(codec, gw_codec_destroy);
+  gw_codec_properties props = GW_CODEC_PROPERTIES_INIT;
+  check(gw_codec_get_properties(codec, &props), "properties of '" + name + "'");
+  const auto kind = gw::model::kind_of(name, props.flags & GW_CODEC_SPARSE, props.flags & GW_CODEC_SUMMABLE,
+                                       props.flags & GW_CODEC_SHARED_INDICES);
+  gw::model::CodecProbe probe;
+  probe.max_payload = [&](uint64_t count) {
+    uint64_t size = 0;
+    check(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &size), "max size");
+    return size;
+  };
+  probe.encode = [&](uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity) {
+    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+    ctx.seed = 7 + offset;
+    gw_tensor t = GW_TENSOR_INIT;
+    t.data = const_cast<float*>(x);
+    t.count = count;
+    t.dtype = GW_DTYPE_F32;
+    uint64_t size = 0;
+    check(gw_codec_encode(codec, &ctx, &t, payload, capacity, &size), "encode with '" + name + "'");
+    return size;
+  };
+  probe.decode = [&](uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count, bool acc) {
+    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+    ctx.seed = 7 + offset;
+    gw_tensor t = GW_TENSOR_INIT;
+    t.data = out;
+    t.count = count;
+    t.dtype = GW_DTYPE_F32;
+    check(gw_codec_decode(codec, &ctx, payload, size, &t, acc ? GW_DECODE_ACCUMULATE : 0), "decode with '" + name + "'");
+  };
+  return gw::model::measure_codec(name, kind, probe, args.bytes, chunk, args.repetitions);
+}
+
+// alpha and beta of one UCX transport between two forked local ranks: one-way time of a ping-pong.
+gw::model::Link measure_link(const std::string& tls, const std::string& config) {
+  const std::vector<uint64_t> sizes = {8, 1 << 20, 16 << 20};
+  bench::RankSetup setup;
+  setup.config = config;
+  setup.timeout_s = 60;
+  const json r = bench::run_forked_ranks(2, {{"UCX_TLS", tls}}, setup, [&](gw_runtime*, gw_comm* comm) {
+    const uint32_t rank = gw_comm_rank(comm), other = 1 - rank;
+    std::vector<char> buf(sizes.back());
+    json seconds = json::array();
+    for (uint64_t size : sizes) {
+      gw_tensor t = bench::bytes_tensor(buf.data(), size);
+      const int iters = size <= 65536 ? 200 : 8;
+      std::vector<double> samples;
+      for (int i = -2; i < iters; ++i) {
+        const auto t0 = Clock::now();
+        if (rank == 0) {
+          bench::check_bench(gw_send(comm, &t, other, 1), "send");
+          bench::check_bench(gw_recv(comm, &t, other, 1), "recv");
+        } else {
+          bench::check_bench(gw_recv(comm, &t, other, 1), "recv");
+          bench::check_bench(gw_send(comm, &t, other, 1), "send");
+        }
+        if (i >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / 2);
+      }
+      // The latency from the fastest small message (on a loaded machine the median measures the
+      // scheduler), the bandwidth from the medians of the large ones.
+      seconds.push_back(size == sizes.front() ? *std::min_element(samples.begin(), samples.end())
+                                              : bench::summarize(samples).median);
+    }
+    return seconds;
+  });
+  const std::vector<double> t = r.get<std::vector<double>>();
+  gw::model::Link l;
+  l.alpha = t[0];
+  l.beta = t[2] > t[1] ? (t[2] - t[1]) / double(sizes[2] - sizes[1]) : t[2] / double(sizes[2]);
+  return l;
+}
+
+// gamma and every codec's costs, measured in this process.
+json measure_cpu(const CalibrateArgs& args) {
+  RuntimePtr rt = open_runtime(args.config);
+  const uint64_t chunk = 1 << 20;  // [collectives] pipeline_chunk_bytes' default
+  json out = {{"gamma", gw::model::measure_gamma(args.bytes, args.repetitions)}, {"codecs", json::array()}};
+  for (const std::string& name : args.codecs.empty() ? codec_names(rt.get()) : split(args.codecs)) {
+    const gw::model::CodecCost c = name == "none" ? gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0}
+                                                  : measure(rt.get(), name, args, chunk);
+    out["codecs"].push_back({{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio},
+                             {"encode", c.encode}, {"decode", c.decode}});
+  }
+  return out;
+}
+
+// The same in `n` processes at once (ranks sharing the cores), the median of each figure over them.
+json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
+  if (n <= 1) return measure_cpu(args);
+  std::vector<std::pair<pid_t, int>> children;
+  std::fflush(nullptr);
+  for (int i = 0; i < n; ++i) {
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+      close(fds[0]);
+      int status = 0;
+      try {
+        const std::string text = measure_cpu(args).dump();
+        status = write(fds[1], text.data(), text.size()) == ssize_t(text.size()) ? 0 : 1;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "gradwire calibrate: %s\n", e.what());
+        status = 1;
+      }
+      _exit(status);
+    }
+    close(fds[1]);
+    children.emplace_back(pid, fds[0]);
+  }
+  std::vector<json> results;
+  bool failed = false;
+  for (const auto& [pid, fd] : children) {
+    std::string text;
+    char buf[4096];
+    for (ssize_t got; (got = read(fd, buf, sizeof buf)) > 0;) text.append(buf, size_t(got));
+    close(fd);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
+      failed = true;
+      continue;
+    }
+    results.push_back(json::parse(text));
+  }
+  if (failed || results.empty()) throw std::runtime_error("a measuring process failed (messages above)");
+  const auto median = [&](const std::function<double(const json&)>& pick) {
+    std::vector<double> v;
+    for (const json& r : results) v.push_back(pick(r));
+    return bench::summarize(v).median;
+  };
+  json all = results.front();
+  all["gamma"] = median([](const json& r) { return r["gamma"].get<double>(); });
+  for (size_t c = 0; c < all["codecs"].size(); ++c)
+    for (const char* k : {"encode", "decode"})
+      all["codecs"][c][k] = median([&](const json& r) { return r["codecs"][c][k].get<double>(); });
+  return all;
+}
+
+int run(const CalibrateArgs& args) {
+  gw::model::Model m;
+  const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+  // Numbers measured with `concurrent` processes at once already include their sharing of the cores:
+  // the model's cores count how many ranks a node runs before they take turns more than that.
+  m.machine.cores = std::max(hw, args.concurrent);
+  const json cpu = measure_cpu_concurrently(args, args.concurrent);
+  m.machine.gamma = cpu["gamma"];
+  std::cout << "gradwire calibrate: " << hw << " cores, " << std::max(1, args.concurrent)
+            << " process(es) measuring at once, sum " << std::setprecision(3) << 1e-9 / m.machine.gamma
+            << " GB/s (f32 bytes)\n";
+  std::cout << std::left << std::setw(10) << "codec" << std::setw(16) << "kind" << std::right << std::setw(10) << "ratio"
+            << std::setw(14) << "encode GB/s" << std::setw(14) << "decode GB/s" << "\n";
+  for (const json& j : cpu["codecs"]) {
+    gw::model::CodecCost c{j["name"], *gw::model::kind_from_name(j["kind"]), j["ratio"], j["encode"], j["decode"]};
+    const double dec = c.kind == gw::model::CodecKind::Sparse ? c.decode / c.ratio : c.decode;
+    std::cout << std::left << std::setw(10) << c.name << std::setw(16) << gw::model::kind_name(c.kind) << std::right
+              << std::setw(10) << std::setprecision(4) << c.ratio << std::setw(14)
+              << (c.encode > 0 ? 1e-9 / c.encode : 0) << std::setw(14) << (dec > 0 ? 1e-9 / dec : 0) << "\n";
+    m.codecs.push_back(c);
+  }
+  if (!m.codec("none")) m.codecs.insert(m.codecs.begin(), gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0});
+  std::string how = "this machine";
+  if (args.concurrent > 1) how += ", codecs measured in " + std::to_string(args.concurrent) + " processes at once";
+  if (!args.no_links) {
+    for (const char* tls : {"shm", "tcp"}) {
+      try {
+        const gw::model::Link l = measure_link(tls, args.config);
+        m.links[tls] = l;
+        std::cout << "link " << tls << ": alpha " << std::setprecision(3) << l.alpha * 1e6 << " us, "
+                  << (l.beta > 0 ? 1e-6 / l.beta : 0) << " MB/s\n";
+      } catch (const std::exception& e) {
+        std::cout << "link " << tls << ": not measured (" << e.what() << ")\n";
+      }
+    }
+  }
+  if (!m.links.count("shm") && m.links.count("tcp")) m.intra = "tcp";
+  const auto add_rate = [&](const std::string& rate, const std::string& name) {
+    if (rate.empty()) return;
+    const double bytes_per_s = gw::model::parse_rate(rate);
+    const double alpha = m.links.count("tcp") ? m.links["tcp"].alpha : 50e-6;
+    m.links[name] = gw::model::Link{alpha, 1 / bytes_per_s};
+    how += ", " + name + " link " + rate + " (nominal rate)";
+    std::cout << "link " << name << ": alpha " << alpha * 1e6 << " us, " << bytes_per_s / 1e6 << " MB/s (" << rate << ")\n";
+  };
+  add_rate(args.inter_rate, "inter");
+  add_rate(args.intra_rate, "intra");
+  if (!args.inter_rate.empty()) m.inter = "inter";
+  if (!args.intra_rate.empty()) m.intra = "intra";
+  if (!m.links.count(m.inter) && m.links.count("shm")) m.inter = "shm";
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  m.source = std::string("gradwire calibrate on ") + how + ", " + stamp + ", " + std::to_string(args.bytes) +
+             " bytes per codec";
+  gw::model::save(m, args.output);
+  std::cout << "wrote " << args.output << " (intra link " << m.intra << ", inter link " << m.inter << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("calibrate", "Fit the cost model from short measurements on this machine and save it");
+  auto args = std::make_shared<CalibrateArgs>();
+  cmd->add_option("-o,--output", args->output, "The model file to write (TOML)");
+  cmd->add_option("--config", args->config, "TOML file for the runtime (plugin path, codec settings)");
+  cmd->add_option("--codecs", args->codecs, "Comma-separated codecs to measure; default every codec plugin");
+  cmd->add_option("--bytes", args->bytes, "f32 bytes each codec encodes per repetition")
+      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 32));
+  cmd->add_option("--repetitions", args->repetitions, "Timed repetitions (the fastest counts)")->check(CLI::Range(1, 100));
+  cmd->add_option("--inter-rate", args->inter_rate, "Add a link 'inter' of this rate (e.g. 100mbit) between nodes");
+  cmd->add_option("--intra-rate", args->intra_rate, "Add a link 'intra' of this rate inside a node");
+  cmd->add_flag("--no-links", args->no_links, "Measure codecs only, not the transports");
+  cmd->add_option("--concurrent", args->concurrent,
+                  "Measure the codecs in this many processes at once (as many as ranks will share the cores)")
+      ->check(CLI::Range(1, 256));
+  cmd->callback([&exit_code, args] {
+    try {
+      exit_code = run(*args);
+    } catch (const Failure&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::cerr << "gradwire calibrate: " << e.what() << "\n";
+      exit_code = 2;
+    }
+  });
+}
+
+}  // namespace gwcli

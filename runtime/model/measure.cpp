@@ -1,0 +1,95 @@
+#include "model/measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace gw::model {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+CodecKind kind_of(const std::string& name, bool sparse, bool summable, bool shared_indices) {
+  if (name == "none") return CodecKind::Dense;
+  if (shared_indices) return CodecKind::SharedIndices;
+  if (sparse) return CodecKind::Sparse;
+  if (summable) return CodecKind::Summable;
+  return CodecKind::Quantized;
+}
+
+std::vector<float> sample_gradient(uint64_t count, uint64_t seed) {
+  std::vector<float> x(count);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto uniform = [&] {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return double(s >> 11) * 0x1.0p-53;
+  };
+  for (uint64_t i = 0; i < count; ++i) {
+    // Sum of uniforms (about normal), scaled by a slowly varying magnitude like a layer's gradient.
+    const double v = uniform() + uniform() + uniform() - 1.5;
+    x[i] = float(v * 1e-3 * (1 + 0.5 * std::sin(double(i) * 1e-4)));
+  }
+  return x;
+}
+
+CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProbe& probe, uint64_t total_bytes,
+                        uint64_t chunk_bytes, int repetitions) {
+  const uint64_t count = std::max<uint64_t>(1, total_bytes / 4);
+  const uint64_t chunk = std::max<uint64_t>(1, std::min(count, chunk_bytes / 4));
+  const uint64_t pieces = (count + chunk - 1) / chunk;
+  const std::vector<float> x = sample_gradient(count);
+  std::vector<float> out(count);
+  const uint64_t capacity = probe.max_payload(chunk);
+  std::vector<std::vector<unsigned char>> payload(pieces, std::vector<unsigned char>(capacity));
+  std::vector<uint64_t> sizes(pieces);
+  double best_encode = std::numeric_limits<double>::infinity(), best_decode = best_encode;
+  uint64_t payload_bytes = 0;
+  for (int r = 0; r <= std::max(1, repetitions); ++r) {
+    auto t0 = Clock::now();
+    payload_bytes = 0;
+    for (uint64_t p = 0; p < pieces; ++p) {
+      const uint64_t off = p * chunk, n = std::min(chunk, count - off);
+      sizes[p] = probe.encode(off, x.data() + off, n, payload[p].data(), capacity);
+      payload_bytes += sizes[p];
+    }
+    const double encode = since(t0);
+    t0 = Clock::now();
+    for (uint64_t p = 0; p < pieces; ++p) {
+      const uint64_t off = p * chunk, n = std::min(chunk, count - off);
+      probe.decode(off, payload[p].data(), sizes[p], out.data() + off, n, false);
+    }
+    const double decode = since(t0);
+    if (r > 0) best_encode = std::min(best_encode, encode), best_decode = std::min(best_decode, decode);
+  }
+  CodecCost c;
+  c.name = name;
+  c.kind = kind;
+  c.ratio = payload_bytes > 0 ? double(4 * count) / double(payload_bytes) : 1;
+  c.encode = best_encode / double(4 * count);
+  c.decode = kind == CodecKind::Sparse ? best_decode / double(std::max<uint64_t>(1, payload_bytes))
+                                       : best_decode / double(4 * count);
+  return c;
+}
+
+double measure_gamma(uint64_t bytes, int repetitions) {
+  const uint64_t n = std::max<uint64_t>(1024, bytes / 4);
+  std::vector<float> a(n, 1.0f), b(n, 0.5f);
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r <= std::max(1, repetitions); ++r) {
+    const auto t0 = Clock::now();
+    float* __restrict pa = a.data();
+    const float* __restrict pb = b.data();
+    for (uint64_t i = 0; i < n; ++i) pa[i] += pb[i];
+    const double t = since(t0);
+    if (r > 0) best = std::min(best, t);
+  }
+  volatile float sink = a[n / 2];
+  (void)sink;
+  return best / double(4 * n);
+}
+
+}  // namespace gw::model

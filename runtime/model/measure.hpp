@@ -1,0 +1,40 @@
+// Short measurements the model is fitted from, shared by `gradwire calibrate` (through the C ABI) and
+// the auto codec (inside the runtime): a codec's encode and decode cost per byte and its size ratio,
+// the machine's elementwise-sum cost. The caller supplies the codec's operations, so this knows no
+// runtime.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/model.hpp"
+
+namespace gw::model {
+
+struct CodecProbe {
+  std::function<uint64_t(uint64_t count)> max_payload;  // bytes, for `count` f32
+  // Encodes x[0, count) (the piece at element `offset`) into payload; returns the payload's size.
+  std::function<uint64_t(uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity)> encode;
+  // Decodes a payload into out[0, count), adding when `accumulate`.
+  std::function<void(uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count, bool accumulate)>
+      decode;
+};
+
+// The kind of a codec from its properties (as collectives/compressed.hpp chooses its algorithm).
+CodecKind kind_of(const std::string& name, bool sparse, bool summable, bool shared_indices);
+
+// A gradient-like sample: deterministic, roughly normal values of varied magnitude.
+std::vector<float> sample_gradient(uint64_t count, uint64_t seed = 1);
+
+// Times the codec on `total_bytes` of f32 cut into pieces of `chunk_bytes` (as the compressed
+// allreduce cuts them), the fastest of `repetitions` after a warm-up. Sparse codecs' decode is per
+// payload byte, the others' per f32 byte.
+CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProbe& probe, uint64_t total_bytes,
+                        uint64_t chunk_bytes, int repetitions);
+
+// Seconds per f32 byte of out[i] += in[i] over `bytes`, the fastest of `repetitions`.
+double measure_gamma(uint64_t bytes, int repetitions);
+
+}  // namespace gw::model

@@ -1,0 +1,413 @@
+// The formulas of the cost model. Notation (docs/cost-model.md): n ranks, M f32 bytes, a link's alpha
+// and beta, the machine's gamma, a codec's encode e, decode d (per f32 byte) and size ratio r.
+#include "model/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace gw::model {
+namespace {
+
+// Work of the ranks of one node shared by its cores: per_node ranks on `cores` cores take turns.
+double oversubscription(const Topology& t) { return std::max(1.0, double(t.per_node) / std::max(1.0, t.cores)); }
+
+// The link a flat algorithm over all ranks sees. A ring crosses node boundaries on one edge per node, so
+// every hop is paced by the slower link. Algorithms where every rank sends to every other (all-to-all)
+// share a node's inter-node link among its ranks for the fraction (n - g) / (n - 1) of destinations
+// that are off the node.
+Link flat_link(const Topology& t, bool all_to_all) {
+  if (t.nodes <= 1) return t.intra;
+  if (t.per_node <= 1) return t.inter;
+  const double n = double(t.ranks()), g = double(t.per_node);
+  Link l;
+  l.alpha = std::max(t.intra.alpha, t.inter.alpha);
+  const double shared = all_to_all ? g * (n - g) / (n - 1) : 1.0;
+  l.beta = std::max(t.intra.beta, t.inter.beta * shared);
+  return l;
+}
+
+// Pipelined stages: the slower of wire and cpu, plus the faster one's share of one piece (the pipeline
+// fills and drains).
+double pipelined(double wire, double cpu, double pieces) {
+  return std::max(wire, cpu) + std::min(wire, cpu) / std::max(1.0, pieces);
+}
+
+Cost ring(double M, double n, const Link& l, double gamma, double s) {
+  Cost c;
+  c.algorithm = Algorithm::Ring;
+  if (n <= 1) return c;
+  c.latency = 2 * (n - 1) * l.alpha;
+  c.bytes_sent = 2 * (n - 1) / n * M;
+  c.wire = c.bytes_sent * l.beta;
+  c.cpu = (n - 1) / n * M * gamma * s;
+  c.total = c.latency + c.wire + c.cpu;  // the dense ring reduces a block after it arrived: no overlap
+  return c;
+}
+
+Cost recursive_doubling(double M, double n, const Link& l, double gamma, double s) {
+  Cost c;
+  c.algorithm = Algorithm::RecursiveDoubling;
+  if (n <= 1) return c;
+  const double p = std::exp2(std::floor(std::log2(n)));
+  const double rounds = std::log2(p) + (p < n ? 2 : 0);  // non-powers of two fold in and unfold
+  c.latency = rounds * l.alpha;
+  c.bytes_sent = rounds * M;
+  c.wire = c.bytes_sent * l.beta;
+  c.cpu = (std::log2(p) + (p < n ? 1 : 0)) * M * gamma * s;
+  c.total = c.latency + c.wire + c.cpu;
+  return c;
+}
+
+Cost dense(double M, double n, const Link& l, double gamma, double s, const Settings& st) {
+  return M >= st.ring_threshold_bytes && M >= 4 * n ? ring(M, n, l, gamma, s) : recursive_doubling(M, n, l, gamma, s);
+}
+
+// Pieces per block for the alpha term of the pipelined algorithms: each piece is a message.
+double pieces_of(double bytes, const Settings& st) { return std::max(1.0, std::ceil(bytes / st.chunk_bytes)); }
+
+Cost summable(const CodecCost& k, double M, double n, const Link& l, double gamma, double s, const Settings& st) {
+  Cost c;
+  c.algorithm = Algorithm::Summable;
+  const double pieces = pieces_of(M / n, st);
+  c.latency = 2 * (n - 1) * pieces * l.alpha;
+  c.bytes_sent = 2 * (n - 1) / n * M / k.ratio;
+  c.wire = c.bytes_sent * l.beta;
+  // Reduce-scatter: per hop, decode, add and re-encode a block; allgather: decode every arriving block.
+  c.encode = (M / n * k.encode + (n - 1) / n * M * (k.encode + 2 * k.decode)) * s;
+  c.cpu = c.encode + (n - 1) / n * M * gamma * s;
+  c.total = c.latency + pipelined(c.wire, c.cpu, pieces);
+  return c;
+}
+
+Cost scatter_reduce_allgather(const CodecCost& k, double M, double n, const Link& l, double gamma, double s,
+                              const Settings& st) {
+  Cost c;
+  c.algorithm = Algorithm::ScatterReduceAllgather;
+  const double pieces = pieces_of(M / n, st);
+  c.latency = 2 * (n - 1) * pieces * l.alpha;
+  c.bytes_sent = 2 * (n - 1) / n * M / k.ratio;
+  c.wire = c.bytes_sent * l.beta;
+  // Every rank encodes the n - 1 blocks it contributes, the owner decodes n - 1 contributions, sums,
+  // re-quantizes its block once; every rank decodes the n - 1 other owners' results.
+  c.encode = ((n - 1) / n * M * k.encode + M / n * k.encode + 2 * (n - 1) / n * M * k.decode) * s;
+  c.cpu = c.encode + (n - 1) / n * M * gamma * s;
+  c.total = c.latency + pipelined(c.wire, c.cpu, pieces);
+  return c;
+}
+
+Cost sparse_allgather(const CodecCost& k, double M, double n, const Link& l, double gamma, double s,
+                      const Settings& st) {
+  Cost c;
+  c.algorithm = Algorithm::SparseAllgather;
+  const double pieces = pieces_of(M, st);
+  const double payload = M / k.ratio;
+  c.latency = (n - 1) * pieces * l.alpha;
+  c.bytes_sent = (n - 1) * payload;
+  c.wire = c.bytes_sent * l.beta;
+  // Encode the whole buffer; decode all n payloads (per payload byte) into the dense result.
+  c.encode = (M * k.encode + n * payload * k.decode) * s;
+  c.cpu = c.encode + M * gamma * s;  // the dense result written once
+  c.total = c.latency + pipelined(c.wire, c.cpu, pieces);
+  return c;
+}
+
+Cost sparse_dense(const CodecCost& k, double M, double n, const Link& l, double gamma, double s, const Settings& st) {
+  Cost c = dense(M, n, l, gamma, s, st);
+  c.algorithm = Algorithm::SparseDense;
+  c.encode = (M * k.encode + M / k.ratio * k.decode) * s;
+  c.cpu += c.encode;
+  c.total += c.encode;
+  return c;
+}
+
+Cost shared_indices(const CodecCost& k, double M, double n, const Link& l, double gamma, double s, const Settings& st) {
+  Cost c = dense(M / k.ratio, n, l, gamma, s, st);  // the k values of every rank reduced densely
+  c.algorithm = Algorithm::SharedIndices;
+  c.encode = (M * k.encode + M * k.decode) * s;
+  c.cpu += c.encode;
+  c.total += c.encode;
+  return c;
+}
+
+}  // namespace
+
+const char* kind_name(CodecKind k) {
+  switch (k) {
+    case CodecKind::Dense: return "dense";
+    case CodecKind::Summable: return "summable";
+    case CodecKind::Quantized: return "quantized";
+    case CodecKind::Sparse: return "sparse";
+    case CodecKind::SharedIndices: return "shared-indices";
+  }
+  return "?";
+}
+
+std::optional<CodecKind> kind_from_name(const std::string& name) {
+  for (CodecKind k : {CodecKind::Dense, CodecKind::Summable, CodecKind::Quantized, CodecKind::Sparse,
+                      CodecKind::SharedIndices})
+    if (name == kind_name(k)) return k;
+  return std::nullopt;
+}
+
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::Auto: return "auto";
+    case Algorithm::Ring: return "ring";
+    case Algorithm::RecursiveDoubling: return "recursive doubling";
+    case Algorithm::Summable: return "summable ring";
+    case Algorithm::ScatterReduceAllgather: return "scatter-reduce-allgather";
+    case Algorithm::SparseAllgather: return "sparse allgather";
+    case Algorithm::SparseDense: return "sparse, dense ring";
+    case Algorithm::SharedIndices: return "shared indices";
+    case Algorithm::TwoLevel: return "two-level";
+  }
+  return "?";
+}
+
+const CodecCost* Model::codec(const std::string& name) const {
+  for (const CodecCost& c : codecs)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+const Link& Model::link(const std::string& name) const {
+  auto it = links.find(name);
+  if (it == links.end()) {
+    std::string known;
+    for (const auto& [k, v] : links) known += (known.empty() ? "" : ", ") + k;
+    throw std::invalid_argument("the model has no link '" + name + "' (it has: " + (known.empty() ? "none" : known) +
+                                "); run gradwire calibrate, or name one of those");
+  }
+  return it->second;
+}
+
+}  // namespace gw::model
+
+namespace gw::model {
+namespace {
+
+Algorithm own_algorithm(const CodecCost& k, double M, double n, const Settings& st) {
+  switch (k.kind) {
+    case CodecKind::Dense: return M >= st.ring_threshold_bytes && M >= 4 * n ? Algorithm::Ring : Algorithm::RecursiveDoubling;
+    case CodecKind::Summable: return Algorithm::Summable;
+    case CodecKind::Quantized: return Algorithm::ScatterReduceAllgather;
+    case CodecKind::Sparse:  // as choose_compressed: gather while n payloads weigh at most twice the buffer
+      return n * M / k.ratio <= 2 * M ? Algorithm::SparseAllgather : Algorithm::SparseDense;
+    case CodecKind::SharedIndices: return Algorithm::SharedIndices;
+  }
+  return Algorithm::Ring;
+}
+
+bool applies(const CodecCost& k, Algorithm a) {
+  switch (a) {
+    case Algorithm::Auto:
+    case Algorithm::TwoLevel: return true;
+    case Algorithm::Ring:
+    case Algorithm::RecursiveDoubling: return k.kind == CodecKind::Dense;
+    case Algorithm::Summable: return k.kind == CodecKind::Summable;
+    case Algorithm::ScatterReduceAllgather: return k.kind == CodecKind::Quantized || k.kind == CodecKind::Summable;
+    case Algorithm::SparseAllgather:
+    case Algorithm::SparseDense: return k.kind == CodecKind::Sparse;
+    case Algorithm::SharedIndices: return k.kind == CodecKind::SharedIndices;
+  }
+  return false;
+}
+
+Cost flat(const CodecCost& k, double M, const Topology& t, Algorithm a, const Settings& st) {
+  const double n = double(t.ranks()), s = oversubscription(t), gamma = t.gamma;
+  const bool all_to_all = a == Algorithm::ScatterReduceAllgather || a == Algorithm::SparseAllgather ||
+                          a == Algorithm::RecursiveDoubling;
+  const Link l = flat_link(t, all_to_all);
+  switch (a) {
+    case Algorithm::Ring: return ring(M, n, l, gamma, s);
+    case Algorithm::RecursiveDoubling: return recursive_doubling(M, n, l, gamma, s);
+    case Algorithm::Summable: return summable(k, M, n, l, gamma, s, st);
+    case Algorithm::ScatterReduceAllgather: return scatter_reduce_allgather(k, M, n, l, gamma, s, st);
+    case Algorithm::SparseAllgather: return sparse_allgather(k, M, n, l, gamma, s, st);
+    case Algorithm::SparseDense: return sparse_dense(k, M, n, l, gamma, s, st);
+    case Algorithm::SharedIndices: return shared_indices(k, M, n, l, gamma, s, st);
+    default: break;
+  }
+  throw std::invalid_argument(std::string("no flat formula for ") + algorithm_name(a));
+}
+
+}  // namespace
+
+Cost exchange(const CodecCost& k, double M, const Topology& t, Algorithm a, const Settings& st) {
+  if (t.nodes == 0 || t.per_node == 0)
+    throw std::invalid_argument("the topology has no ranks; give at least one node with one rank");
+  if (!(M >= 0)) throw std::invalid_argument("the exchanged size is negative or not a number");
+  if (!applies(k, a))
+    throw std::invalid_argument(std::string("algorithm '") + algorithm_name(a) + "' does not apply to codec '" +
+                                k.name + "' (" + kind_name(k.kind) + ")");
+  const double n = double(t.ranks());
+  if (n <= 1 || M == 0) {  // one rank: decode(encode(x)) only
+    Cost c;
+    c.algorithm = a == Algorithm::Auto ? own_algorithm(k, M, 1, st) : a;
+    c.encode = c.cpu = M * (k.encode + (k.kind == CodecKind::Sparse ? k.decode / k.ratio : k.decode));
+    c.total = c.cpu;
+    return c;
+  }
+  if (a == Algorithm::TwoLevel && t.nodes > 1 && t.per_node > 1) {
+    // Dense reduce-scatter inside each node, the codec's own algorithm between the nodes on each rank's
+    // 1/g shard (the g shards of a node cross its one inter-node link at once), dense allgather inside.
+    const double g = double(t.per_node), s = oversubscription(t);
+    Cost c;
+    c.algorithm = Algorithm::TwoLevel;
+    const double intra_bytes = (g - 1) / g * M;
+    c.latency = 2 * (g - 1) * t.intra.alpha;
+    c.wire = 2 * intra_bytes * t.intra.beta;
+    c.cpu = intra_bytes * t.gamma * s;
+    c.bytes_sent = 2 * intra_bytes;
+    Topology between;
+    between.nodes = t.nodes;
+    between.per_node = 1;
+    between.inter = Link{t.inter.alpha, t.inter.beta * g};
+    between.intra = between.inter;
+    between.cores = t.cores / g;
+    between.gamma = t.gamma;
+    const Cost x = exchange(k, M / g, between, Algorithm::Auto, st);
+    c.latency += x.latency;
+    c.wire += x.wire;
+    c.cpu += x.cpu;
+    c.encode = x.encode;
+    c.bytes_sent += x.bytes_sent;
+    c.total = c.latency + c.wire - x.wire + c.cpu - x.cpu + x.total - x.latency;
+    return c;
+  }
+  const Algorithm resolved = a == Algorithm::Auto || a == Algorithm::TwoLevel ? own_algorithm(k, M, n, st) : a;
+  return flat(k, M, t, resolved, st);
+}
+
+std::vector<Algorithm> algorithms_for(const CodecCost& k, const Topology& t, double M, const Settings& st) {
+  std::vector<Algorithm> out;
+  switch (k.kind) {
+    case CodecKind::Dense: out = {Algorithm::Ring, Algorithm::RecursiveDoubling}; break;
+    case CodecKind::Summable: out = {Algorithm::Summable}; break;
+    case CodecKind::Quantized: out = {Algorithm::ScatterReduceAllgather}; break;
+    case CodecKind::Sparse: out = {own_algorithm(k, M, double(t.ranks()), st)}; break;
+    case CodecKind::SharedIndices: out = {Algorithm::SharedIndices}; break;
+  }
+  if (t.nodes > 1 && t.per_node > 1) out.push_back(Algorithm::TwoLevel);
+  return out;
+}
+
+double step_time(const Cost& x, const StepShape& shape, bool overlap) {
+  const double f = shape.exchanges_per_step;
+  if (!overlap) return shape.compute + f * x.total;
+  const double busy = shape.compute + (shape.codec_shares_compute ? f * x.encode : 0);
+  return std::max(busy, (1 - shape.backward_fraction) * shape.compute + f * x.total);
+}
+
+Link fit_link(const std::vector<double>& bytes, const std::vector<double>& seconds) {
+  if (bytes.size() != seconds.size() || bytes.size() < 2)
+    throw std::invalid_argument("fit_link needs as many times as sizes, at least two");
+  const double m = double(bytes.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    sx += bytes[i], sy += seconds[i], sxx += bytes[i] * bytes[i], sxy += bytes[i] * seconds[i];
+  }
+  const double det = m * sxx - sx * sx;
+  if (!(det > 0)) throw std::invalid_argument("fit_link needs at least two distinct message sizes");
+  Link l;
+  l.beta = (m * sxy - sx * sy) / det;
+  l.alpha = (sy - l.beta * sx) / m;
+  if (l.beta < 0) l.beta = 0, l.alpha = sy / m;
+  if (l.alpha < 0) {  // refit through the origin
+    l.alpha = 0;
+    l.beta = sxx > 0 ? sxy / sxx : 0;
+  }
+  return l;
+}
+
+double parse_rate(const std::string& rate) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(rate, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = rate.substr(used);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  double scale = 0;
+  if (unit.empty() || unit == "bit") scale = 1;
+  else if (unit == "kbit") scale = 1e3;
+  else if (unit == "mbit") scale = 1e6;
+  else if (unit == "gbit") scale = 1e9;
+  else if (unit == "tbit") scale = 1e12;
+  if (used == 0 || scale == 0 || !(v > 0) || !std::isfinite(v))
+    throw std::invalid_argument("bad link rate '" + rate +
+                                "': give a positive number of bits per second with an optional unit, e.g. "
+                                "100mbit, 1gbit, 10gbit, 2.5gbit");
+  return v * scale / 8;
+}
+
+std::string explain(const CodecCost& k, const Cost& with, const Cost& without) {
+  auto ms = [](double s) {
+    std::ostringstream o;
+    o.precision(3);
+    o << s * 1e3 << " ms";
+    return o.str();
+  };
+  const double saved_wire = without.wire - with.wire;
+  const double extra_cpu = with.cpu - without.cpu;
+  const double extra_latency = with.latency - without.latency;
+  if (with.total < without.total)
+    return k.name + " saves " + ms(saved_wire) + " of wire time for " + ms(std::max(0.0, extra_cpu)) +
+           " of encoding and decoding";
+  if (saved_wire <= 0)
+    return k.name + " sends no fewer bytes over the slowest link than uncompressed (" + ms(with.wire) + " against " +
+           ms(without.wire) + ")";
+  if (extra_latency > extra_cpu)
+    return "latency term: " + k.name + "'s messages cost " + ms(extra_latency) + " more than uncompressed's, more than the " +
+           ms(saved_wire) + " of wire time it saves";
+  return "encode cost: " + k.name + "'s encoding and decoding (" + ms(extra_cpu) + ") exceed the " + ms(saved_wire) +
+         " of wire time it saves";
+}
+
+Choice choose(const Model& m, const std::vector<std::string>& allowed, double M, const Topology& t, double margin,
+              const Settings& st) {
+  const CodecCost none{"none", CodecKind::Dense, 1, 0, 0};
+  const Cost base = exchange(none, M, t, Algorithm::Auto, st);
+  Choice best{"none", "", base.total, base.total};
+  const CodecCost* best_codec = nullptr;
+  Cost best_cost = base;
+  std::string skipped;
+  for (const std::string& name : allowed) {
+    if (name == "none") continue;
+    const CodecCost* k = m.codec(name);
+    if (!k) {
+      skipped += (skipped.empty() ? "" : ", ") + name;
+      continue;
+    }
+    const Cost c = exchange(*k, M, t, Algorithm::Auto, st);
+    if (!best_codec || c.total < best_cost.total) best_codec = k, best_cost = c;
+  }
+  auto ms = [](double s) {
+    std::ostringstream o;
+    o.precision(3);
+    o << s * 1e3 << " ms";
+    return o.str();
+  };
+  const std::string tail = skipped.empty() ? "" : " (no measurements of " + skipped + ")";
+  if (!best_codec) {
+    best.reason = "no compressing codec allowed and measured; uncompressed predicted " + ms(base.total) + tail;
+    return best;
+  }
+  if (best_cost.total < (1 - margin) * base.total) {
+    best.codec = best_codec->name;
+    best.predicted = best_cost.total;
+    best.reason = best_codec->name + " (" + algorithm_name(best_cost.algorithm) + ") predicted " + ms(best_cost.total) +
+                  " against uncompressed " + ms(base.total) + ": " + explain(*best_codec, best_cost, base) + tail;
+  } else {
+    best.reason = "uncompressed predicted " + ms(base.total) + ", best codec " + best_codec->name + " " +
+                  ms(best_cost.total) + (best_cost.total < base.total ? " (within the margin)" : "") + ": " +
+                  explain(*best_codec, best_cost, base) + tail;
+  }
+  return best;
+}
+
+}  // namespace gw::model

@@ -1,0 +1,151 @@
+// The cost model: what an exchange of gradients costs, per codec and algorithm, from measured numbers
+// (docs/cost-model.md). An alpha-beta-gamma model per link (seconds per message, seconds per byte on
+// the wire, seconds per f32 byte reduced), each codec's measured encode and decode cost and size ratio,
+// and one closed formula per algorithm. Pure functions of their inputs: `gradwire calibrate` fits the
+// numbers, `gradwire simulate` evaluates the formulas at any scale, and the `auto` codec of gw_sync
+// chooses with them (every rank from the same numbers, so every rank chooses alike).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gw::model {
+
+// One link: a message costs alpha + bytes * beta.
+struct Link {
+  double alpha = 0;  // seconds per message (latency and per-message overhead)
+  double beta = 0;   // seconds per byte (1 / bandwidth)
+};
+
+// How a codec's payloads are combined, from its properties (collectives/compressed.hpp picks the same).
+enum class CodecKind {
+  Dense,          // "none": the dense allreduce of f32
+  Summable,       // fp16, bf16: a ring over encoded pieces (decode, add, re-encode per hop)
+  Quantized,      // int8, onebit: scatter-reduce-allgather, re-quantized by each block's owner
+  Sparse,         // topk: every rank's payload to every rank (sparse allgather)
+  SharedIndices,  // randomk: the same coordinates everywhere, their values reduced densely
+};
+const char* kind_name(CodecKind k);
+std::optional<CodecKind> kind_from_name(const std::string& name);
+
+struct CodecCost {
+  std::string name;
+  CodecKind kind = CodecKind::Dense;
+  double ratio = 1;   // f32 bytes / payload bytes (header included)
+  double encode = 0;  // seconds per f32 byte encoded
+  double decode = 0;  // seconds per f32 byte decoded into a dense buffer (Sparse: per payload byte)
+};
+
+struct Machine {
+  double cores = 1;  // cores per node the ranks of a node share for codec and reduction work
+  double gamma = 0;  // seconds per f32 byte of an elementwise sum (read two, write one)
+};
+
+struct Model {
+  Machine machine;
+  std::map<std::string, Link> links;  // by name: "shm", "tcp", "inter", ...
+  std::string intra = "shm";          // the link between ranks of one node
+  std::string inter = "tcp";          // the link between nodes
+  std::vector<CodecCost> codecs;      // "none" is always present (kind Dense, ratio 1, no cost)
+  std::string source;                 // where the numbers came from (one line)
+
+  const CodecCost* codec(const std::string& name) const;
+  const Link& link(const std::string& name) const;  // throws std::invalid_argument naming the known ones
+};
+
+// Where ranks run.
+struct Topology {
+  uint64_t nodes = 1;
+  uint64_t per_node = 1;  // ranks per node
+  Link intra;
+  Link inter;
+  double cores = 1;  // per node
+  double gamma = 0;  // seconds per f32 byte summed (the machine's)
+  uint64_t ranks() const { return nodes * per_node; }
+};
+
+// The collective algorithm an exchange uses.
+enum class Algorithm {
+  Auto,               // what gradwire runs for the codec (the kind's algorithm; dense: ring or doubling)
+  Ring,               // dense ring allreduce (reduce-scatter + allgather)
+  RecursiveDoubling,  // dense, log2(n) exchanges of the whole buffer
+  Summable,           // ring over encoded pieces
+  ScatterReduceAllgather,
+  SparseAllgather,
+  SparseDense,    // top-k whose gathered payloads would outweigh the dense ring: dense ring after encoding
+  SharedIndices,  // the k values reduced by a dense allreduce
+  TwoLevel,       // dense reduce-scatter inside nodes, the codec's algorithm between nodes on 1/g, allgather inside
+};
+const char* algorithm_name(Algorithm a);
+
+// One exchange's predicted cost, its terms kept apart so callers can say what dominates.
+struct Cost {
+  Algorithm algorithm = Algorithm::Auto;
+  double latency = 0;     // alpha terms
+  double wire = 0;        // beta terms (bytes on the slowest link of the path)
+  double cpu = 0;         // encode + decode + reduction, already scaled for ranks sharing cores
+  double encode = 0;      // of which encoding and decoding
+  double bytes_sent = 0;  // per rank
+  double total = 0;       // latency + the pipelined combination of wire and cpu
+};
+
+// Tunables of the algorithms, as the runtime's configuration has them.
+struct Settings {
+  double chunk_bytes = 1 << 20;             // [collectives] pipeline_chunk_bytes: pipelined piece (f32 bytes)
+  double ring_threshold_bytes = 64 << 10;   // [collectives] ring_threshold_bytes
+};
+
+// The cost of averaging `bytes` f32 bytes over the topology with codec `c` and algorithm `a` (Auto:
+// what gradwire runs). Throws std::invalid_argument for an algorithm that does not apply to the codec.
+Cost exchange(const CodecCost& c, double bytes, const Topology& t, Algorithm a = Algorithm::Auto,
+              const Settings& s = {});
+
+// The algorithms that apply to a codec on a topology (Auto resolved), in a fixed order.
+std::vector<Algorithm> algorithms_for(const CodecCost& c, const Topology& t, double bytes, const Settings& s = {});
+
+// A training step: `compute` seconds of forward + backward, of which the backward pass (the last
+// `backward_fraction`) can overlap the exchange; `exchanges_per_step` (1, or 1 / H for local SGD and
+// accumulation over H steps); `codec_shares_compute` when encode/decode run on the cores that compute
+// (CPU training) so they cannot hide behind it.
+struct StepShape {
+  double compute = 0;
+  double backward_fraction = 2.0 / 3.0;
+  double exchanges_per_step = 1;
+  bool codec_shares_compute = false;
+};
+double step_time(const Cost& exchange_cost, const StepShape& shape, bool overlap = true);
+
+// Fits a link from timed messages: least squares of t = alpha + bytes * beta (alpha, beta >= 0).
+// Needs two distinct sizes; throws std::invalid_argument otherwise.
+Link fit_link(const std::vector<double>& bytes, const std::vector<double>& seconds);
+
+// A tc-style rate ("100mbit", "1gbit", "10gbit", "2.5gbit", "800kbit", "1000000" bit/s) in bytes per
+// second; throws std::invalid_argument with the accepted forms.
+double parse_rate(const std::string& rate);
+
+// The model as a TOML document and back (docs/cost-model.md lists the keys). from_toml throws
+// std::invalid_argument naming the missing or bad key.
+std::string to_toml(const Model& m);
+Model from_toml(const std::string& text, const std::string& origin);
+Model load(const std::string& path);  // throws std::runtime_error when the file cannot be read
+void save(const Model& m, const std::string& path);
+
+// The auto codec's choice for one bucket: the allowed codec the model predicts fastest, "none" unless
+// a codec beats it by more than `margin` (a fraction; noise in the measurements should not switch
+// compression on), with the reason in words.
+struct Choice {
+  std::string codec;
+  std::string reason;
+  double predicted = 0;       // seconds, the chosen codec
+  double predicted_none = 0;  // seconds, uncompressed
+};
+Choice choose(const Model& m, const std::vector<std::string>& allowed, double bytes, const Topology& t,
+              double margin = 0.05, const Settings& s = {});
+
+// Why `codec` does not beat `none` (or by how much it does), from the terms of the two costs.
+std::string explain(const CodecCost& codec, const Cost& with_codec, const Cost& without);
+
+}  // namespace gw::model

@@ -1,0 +1,193 @@
+#include "sync/auto_codec.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <sstream>
+
+#include "codec/codec.hpp"
+#include "collectives/compressed.hpp"
+#include "core/error.hpp"
+#include "model/measure.hpp"
+#include "model/model.hpp"
+
+namespace gw::sync {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace gm = gw::model;
+
+void run_collective(comm::Communicator& comm, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op) {
+  const comm::Signature s{comm::CollectiveKind::Allreduce, op, dtype, count, 0, 0};
+  const uint64_t threshold = comm.settings().ring_threshold_bytes;
+  gw_request* r = comm.start_collective(
+      s, [=](comm::Collective& c) { return coll::allreduce_dense(c, buf, count, dtype, op, threshold); });
+  const gw_status st = comm.wait(r, -1.0);
+  const std::string error = r->error;
+  comm.free(r);
+  if (st != GW_OK) fail(st, "auto codec: measuring the link: " + error);
+}
+
+// The fastest of `reps` dense allreduces of `bytes` (f32), after one warm-up.
+double time_allreduce(comm::Communicator& comm, uint64_t bytes, int reps) {
+  std::vector<float> buf(bytes / 4, 1.0f);
+  double best = 1e300;
+  for (int r = 0; r <= reps; ++r) {
+    const auto t0 = Clock::now();
+    run_collective(comm, buf.data(), buf.size(), GW_DTYPE_F32, GW_REDUCE_SUM);
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (r > 0) best = std::min(best, t);
+  }
+  return best;
+}
+
+gm::CodecCost probe(Codec& codec, uint64_t chunk_bytes) {
+  const uint32_t flags = codec.properties().flags;
+  const gm::CodecKind kind = gm::kind_of(codec.name(), flags & GW_CODEC_SPARSE, flags & GW_CODEC_SUMMABLE,
+                                         flags & GW_CODEC_SHARED_INDICES);
+  gm::CodecProbe p;
+  p.max_payload = [&](uint64_t count) { return codec.max_payload_size(GW_DTYPE_F32, count); };
+  const auto tensor = [](const float* x, uint64_t count) {
+    gw_tensor t = GW_TENSOR_INIT;
+    t.data = const_cast<float*>(x);
+    t.count = count;
+    t.dtype = GW_DTYPE_F32;
+    return t;
+  };
+  p.encode = [&](uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity) {
+    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+    ctx.seed = offset;
+    return codec.encode(ctx, tensor(x, count), payload, capacity);
+  };
+  p.decode = [&](uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count, bool acc) {
+    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+    ctx.seed = offset;
+    gw_tensor t = tensor(out, count);
+    codec.decode(ctx, payload, size, t, acc ? GW_DECODE_ACCUMULATE : 0);
+  };
+  return gm::measure_codec(codec.name(), kind, p, 8 * chunk_bytes, chunk_bytes, 2);  // 8 pieces: past the caches
+}
+
+std::string mb(double bytes) {
+  std::ostringstream o;
+  o.precision(3);
+  o << bytes / 1e6 << " MB";
+  return o.str();
+}
+
+}  // namespace
+
+std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runtime& runtime,
+                                           const std::vector<uint64_t>& bucket_counts) {
+  const config::Config& cfg = runtime.config();
+  std::vector<std::string> allowed = cfg.get_strings("codec", "allow");
+  const std::string model_path = cfg.get_string("codec", "model");
+  const uint32_t n = comm.size();
+  if (allowed.empty()) fail(GW_ERR_CONFIG, "[codec] name = \"auto\" needs [codec] allow to list at least one codec");
+  std::vector<std::unique_ptr<Codec>> codecs;  // the allowed compressing codecs, in `allowed` order
+  for (const std::string& name : allowed) {
+    if (name == "auto") fail(GW_ERR_CONFIG, "[codec] allow lists \"auto\"; list real codecs (none, fp16, int8, ...)");
+    if (name == "none") continue;
+    try {
+      codecs.push_back(runtime.make_codec(name));
+    } catch (const Error& e) {
+      fail(GW_ERR_CONFIG, "[codec] allow lists '" + name + "', which cannot be used: " + e.what());
+    }
+  }
+  std::vector<AutoChoice> out;
+  if (n == 1) {
+    for (size_t i = 0; i < bucket_counts.size(); ++i) out.push_back({"none", "one rank: nothing is exchanged"});
+    return out;
+  }
+
+  // The numbers every rank contributes; maxed over the ranks below.
+  // [0] gamma, [1] alpha, [2] beta, [3] t_small, [4] t_large, then per codec: ratio, encode, decode.
+  gm::Model file;
+  const bool from_file = !model_path.empty();
+  if (from_file) {
+    try {
+      file = gm::load(model_path);
+      (void)file.link(file.inter);
+    } catch (const std::exception& e) {
+      fail(GW_ERR_CONFIG, std::string("[codec] model: ") + e.what());
+    }
+  }
+  const uint64_t chunk = comm.settings().pipeline_chunk_bytes;
+  std::vector<double> v(5 + 3 * codecs.size(), 0.0);
+  // Start together, so ranks that share cores are timed sharing them.
+  run_collective(comm, v.data(), 1, GW_DTYPE_F64, GW_REDUCE_MAX);
+  v[0] = from_file ? file.machine.gamma : gm::measure_gamma(4 << 20, 2);
+  for (size_t i = 0; i < codecs.size(); ++i) {
+    const gm::CodecCost* known = from_file ? file.codec(codecs[i]->name()) : nullptr;
+    const gm::CodecCost c = known ? *known : probe(*codecs[i], chunk);
+    v[5 + 3 * i] = c.ratio, v[6 + 3 * i] = c.encode, v[7 + 3 * i] = c.decode;
+  }
+  constexpr double kSmall = 256 << 10, kMedium = 1 << 20, kLarge = 16 << 20;
+  double large = kMedium;
+  if (from_file) {
+    const gm::Link l = file.link(file.inter);
+    v[1] = l.alpha, v[2] = l.beta;
+  } else {
+    v[3] = time_allreduce(comm, uint64_t(kSmall), 3);
+    v[4] = time_allreduce(comm, uint64_t(kMedium), 3);
+    // On a fast link a 1 MiB allreduce lasts about as long as a scheduler's hiccup: time 16 MiB too
+    // when that costs little (decided from every rank's maximum, so all ranks agree).
+    double probe = v[4];
+    run_collective(comm, &probe, 1, GW_DTYPE_F64, GW_REDUCE_MAX);
+    if (probe * (kLarge / kMedium) < 0.05) {
+      v[4] = time_allreduce(comm, uint64_t(kLarge), 3);
+      large = kLarge;
+    }
+  }
+  run_collective(comm, v.data(), v.size(), GW_DTYPE_F64, GW_REDUCE_MAX);
+
+  gm::Model m;
+  m.machine.gamma = v[0];
+  gm::Topology t;
+  t.nodes = n;
+  t.per_node = 1;  // every rank behind its own link: the pessimistic flat case
+  t.gamma = v[0];
+  gm::Link link{v[1], v[2]};
+  std::string link_source;
+  if (from_file) {
+    // File numbers are of one process alone: ranks sharing this host's cores take turns.
+    const double ranks_here = std::max<uint32_t>(1, comm.settings().ranks_here);
+    t.cores = std::max<double>(1, comm.settings().cpus) / ranks_here;
+    link_source = "model " + model_path + " (link '" + file.inter + "')";
+  } else {
+    // Fitted from two ring allreduces (256 KiB and 1 or 16 MiB):
+    // t = 2 (n-1) alpha + 2 (n-1)/n M beta + (n-1)/n M gamma. The
+    // measurements were made with all ranks busy, so no further sharing of cores is modelled.
+    t.cores = 1;
+    const double dn = double(n), slope = (v[4] - v[3]) / (large - kSmall);
+    link.beta = std::max(1e-13, (slope - (dn - 1) / dn * v[0]) / (2 * (dn - 1) / dn));
+    link.alpha = std::max(0.0, (v[3] - 2 * (dn - 1) / dn * kSmall * link.beta - (dn - 1) / dn * kSmall * v[0]) /
+                                   (2 * (dn - 1)));
+    link_source = "measured now";
+  }
+  t.inter = t.intra = link;
+  for (size_t i = 0; i < codecs.size(); ++i) {
+    const uint32_t flags = codecs[i]->properties().flags;
+    gm::CodecCost c;
+    c.name = codecs[i]->name();
+    c.kind = gm::kind_of(c.name, flags & GW_CODEC_SPARSE, flags & GW_CODEC_SUMMABLE, flags & GW_CODEC_SHARED_INDICES);
+    c.ratio = v[5 + 3 * i], c.encode = v[6 + 3 * i], c.decode = v[7 + 3 * i];
+    m.codecs.push_back(c);
+  }
+  gm::Settings st;
+  st.chunk_bytes = double(chunk);
+  st.ring_threshold_bytes = double(comm.settings().ring_threshold_bytes);
+  std::ostringstream link_text;
+  link_text.precision(3);
+  link_text << "link " << (link.beta > 0 ? 1e-6 / link.beta : 0) << " MB/s, alpha " << link.alpha * 1e6 << " us, "
+            << link_source;
+  for (size_t b = 0; b < bucket_counts.size(); ++b) {
+    const gm::Choice c = gm::choose(m, allowed, 4.0 * double(bucket_counts[b]), t, 0.05, st);
+    out.push_back({c.codec, c.reason + "; " + link_text.str()});
+    runtime.logger().info("sync", "auto codec: bucket " + std::to_string(b) + " (" + mb(4.0 * double(bucket_counts[b])) +
+                                      "): " + c.codec + ": " + out.back().reason);
+  }
+  return out;
+}
+
+}  // namespace gw::sync

@@ -1,0 +1,238 @@
+// The cost model: each formula against a value worked out by hand, the file's round trip and errors,
+// and the auto codec's choice on a fast and a slow link.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "model/model.hpp"
+
+namespace gw::model {
+namespace {
+
+const CodecCost kNone{"none", CodecKind::Dense, 1, 0, 0};
+
+Topology flat(uint64_t n, double alpha, double beta, double gamma = 0, double cores = 1e9) {
+  Topology t;
+  t.nodes = n;
+  t.per_node = 1;
+  t.inter = t.intra = Link{alpha, beta};
+  t.cores = cores;
+  t.gamma = gamma;
+  return t;
+}
+
+TEST(ModelFormulas, RingIsTwoNMinusOneAlphaPlusTwoNMinusOneOverNBytes) {
+  const Cost c = exchange(kNone, 1e6, flat(4, 1e-5, 1e-8, 1e-9));
+  EXPECT_EQ(c.algorithm, Algorithm::Ring);
+  EXPECT_NEAR(c.latency, 6e-5, 1e-12);
+  EXPECT_NEAR(c.bytes_sent, 1.5e6, 1e-6);
+  EXPECT_NEAR(c.wire, 1.5e-2, 1e-12);
+  EXPECT_NEAR(c.cpu, 0.75e6 * 1e-9, 1e-12);
+  EXPECT_NEAR(c.total, 6e-5 + 1.5e-2 + 0.75e-3, 1e-12);
+}
+
+TEST(ModelFormulas, RecursiveDoublingBelowTheThresholdAndFoldForNonPowersOfTwo) {
+  const Cost eight = exchange(kNone, 1024, flat(8, 1e-5, 1e-9));
+  EXPECT_EQ(eight.algorithm, Algorithm::RecursiveDoubling);
+  EXPECT_NEAR(eight.latency, 3e-5, 1e-12);
+  EXPECT_NEAR(eight.bytes_sent, 3 * 1024, 1e-9);
+  const Cost six = exchange(kNone, 1024, flat(6, 1e-5, 1e-9));
+  EXPECT_NEAR(six.latency, 4e-5, 1e-12);  // 2 doubling rounds + fold + unfold
+  EXPECT_EQ(exchange(kNone, 1 << 20, flat(6, 1e-5, 1e-9)).algorithm, Algorithm::Ring);
+}
+
+TEST(ModelFormulas, SummableRingSendsTheRingsBytesOverTheRatio) {
+  const CodecCost fp16{"fp16", CodecKind::Summable, 2, 1e-10, 1e-10};
+  const Topology t = flat(4, 0, 1e-8);
+  const Cost c = exchange(fp16, 4e6, t);
+  EXPECT_EQ(c.algorithm, Algorithm::Summable);
+  EXPECT_NEAR(c.bytes_sent, exchange(kNone, 4e6, t).bytes_sent / 2, 1e-6);
+  // encode: M/n + (n-1)/n M (e + 2d) = 1e6 * 1e-10 + 3e6 * 3e-10
+  EXPECT_NEAR(c.encode, 1e-4 + 9e-4, 1e-12);
+  // pipelined: the slower stage plus the faster one over the pieces of a block (1 MB: one piece)
+  EXPECT_NEAR(c.total, std::max(c.wire, c.cpu) + std::min(c.wire, c.cpu), 1e-12);
+}
+
+TEST(ModelFormulas, ScatterReduceAllgatherRequantizesOnce) {
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-10, 2e-10};
+  const Cost c = exchange(int8, 8e6, flat(4, 0, 1e-8));
+  EXPECT_EQ(c.algorithm, Algorithm::ScatterReduceAllgather);
+  EXPECT_NEAR(c.bytes_sent, 2 * 3.0 / 4 * 8e6 / 4, 1e-6);
+  // encode (n-1)/n M + M/n (the owner's re-quantization) = M e; decode 2 (n-1)/n M d
+  EXPECT_NEAR(c.encode, 8e6 * 1e-10 + 1.5 * 8e6 * 2e-10, 1e-12);
+}
+
+TEST(ModelFormulas, SparseAllgatherUntilPayloadsOutweighTheDenseRing) {
+  const CodecCost topk{"topk", CodecKind::Sparse, 40, 1e-10, 1e-9};
+  const Cost small = exchange(topk, 4e6, flat(8, 0, 1e-8));
+  EXPECT_EQ(small.algorithm, Algorithm::SparseAllgather);
+  EXPECT_NEAR(small.bytes_sent, 7 * 1e5, 1e-6);
+  EXPECT_NEAR(small.encode, 4e6 * 1e-10 + 8 * 1e5 * 1e-9, 1e-12);
+  const Cost large = exchange(topk, 4e6, flat(128, 0, 1e-8));  // 128 / 40 > 2
+  EXPECT_EQ(large.algorithm, Algorithm::SparseDense);
+  EXPECT_NEAR(large.bytes_sent, exchange(kNone, 4e6, flat(128, 0, 1e-8)).bytes_sent, 1e-6);
+}
+
+TEST(ModelFormulas, SharedIndicesReduceTheValuesDensely) {
+  const CodecCost randomk{"randomk", CodecKind::SharedIndices, 100, 1e-10, 1e-10};
+  const Topology t = flat(4, 1e-5, 1e-8);
+  const Cost c = exchange(randomk, 1e8, t);
+  const Cost values = exchange(kNone, 1e6, t);
+  EXPECT_EQ(c.algorithm, Algorithm::SharedIndices);
+  EXPECT_NEAR(c.bytes_sent, values.bytes_sent, 1e-6);
+  EXPECT_NEAR(c.total, values.total + 1e8 * 2e-10, 1e-12);
+}
+
+TEST(ModelFormulas, TwoLevelPaysTheInterNodeLatencyPerNodeNotPerRank) {
+  Topology t;
+  t.nodes = 100;
+  t.per_node = 8;
+  t.intra = Link{1e-6, 1e-11};
+  t.inter = Link{5e-5, 8e-10};
+  t.cores = 64;
+  const Cost ring = exchange(kNone, 1e8, t, Algorithm::Ring);
+  const Cost two = exchange(kNone, 1e8, t, Algorithm::TwoLevel);
+  EXPECT_NEAR(ring.latency, 2 * 799 * 5e-5, 1e-9);
+  EXPECT_NEAR(two.latency, 2 * 7 * 1e-6 + 2 * 99 * 5e-5, 1e-9);
+  // The inter-node link carries each node's 8 shards at once: 2 (N-1)/N M beta in all.
+  EXPECT_NEAR(two.wire, 2 * 7.0 / 8 * 1e8 * 1e-11 + 2 * 99.0 / 100 * 1e8 * 8e-10, 1e-9);
+  EXPECT_LT(two.total, ring.total);
+  // One node: two-level is the flat algorithm.
+  Topology one = t;
+  one.nodes = 1;
+  EXPECT_NEAR(exchange(kNone, 1e8, one, Algorithm::TwoLevel).total, exchange(kNone, 1e8, one).total, 1e-12);
+}
+
+TEST(ModelFormulas, RanksSharingCoresStretchTheCpuTerm) {
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-9, 1e-9};
+  Topology t = flat(1, 0, 0);
+  t.nodes = 1;
+  t.per_node = 4;
+  t.cores = 4;
+  const double alone = exchange(int8, 1e7, t).cpu;
+  t.cores = 2;
+  EXPECT_NEAR(exchange(int8, 1e7, t).cpu, 2 * alone, 1e-12);
+}
+
+TEST(ModelFormulas, AlgorithmThatDoesNotApplyIsAnError) {
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-9, 1e-9};
+  EXPECT_THROW(exchange(int8, 1e6, flat(4, 0, 1e-9), Algorithm::Ring), std::invalid_argument);
+  Topology none_ranks;
+  none_ranks.nodes = 0;
+  EXPECT_THROW(exchange(kNone, 1e6, none_ranks), std::invalid_argument);
+}
+
+TEST(ModelStep, OverlapHidesTheExchangeBehindTheBackwardPass) {
+  Cost x;
+  x.total = 0.05;
+  x.encode = 0.02;
+  StepShape shape;
+  shape.compute = 0.3;  // backward 0.2 s
+  EXPECT_NEAR(step_time(x, shape, false), 0.35, 1e-12);
+  EXPECT_NEAR(step_time(x, shape, true), 0.3, 1e-12);
+  x.total = 0.5;
+  EXPECT_NEAR(step_time(x, shape, true), 0.1 + 0.5, 1e-12);
+  shape.exchanges_per_step = 0.25;  // local SGD every 4 steps
+  EXPECT_NEAR(step_time(x, shape, true), 0.3, 1e-12);
+  x.total = 0.05;
+  shape.exchanges_per_step = 1;
+  shape.codec_shares_compute = true;
+  EXPECT_NEAR(step_time(x, shape, true), 0.32, 1e-12);
+}
+
+TEST(ModelFit, RecoversAlphaAndBetaAndRejectsOneSize) {
+  const Link l = fit_link({8, 1 << 16, 1 << 22}, {2e-5 + 8e-9, 2e-5 + 65536e-9, 2e-5 + 4194304e-9});
+  EXPECT_NEAR(l.alpha, 2e-5, 1e-9);
+  EXPECT_NEAR(l.beta, 1e-9, 1e-14);
+  EXPECT_THROW(fit_link({1024, 1024}, {1e-3, 1e-3}), std::invalid_argument);
+  EXPECT_THROW(fit_link({1024}, {1e-3}), std::invalid_argument);
+}
+
+TEST(ModelFit, ParsesRatesAndRejectsNonsense) {
+  EXPECT_DOUBLE_EQ(parse_rate("100mbit"), 12.5e6);
+  EXPECT_DOUBLE_EQ(parse_rate("1gbit"), 125e6);
+  EXPECT_DOUBLE_EQ(parse_rate("2.5Gbit"), 312.5e6);
+  EXPECT_DOUBLE_EQ(parse_rate("8000"), 1000);
+  for (const char* bad : {"", "fast", "-1gbit", "1gbps", "0mbit"}) EXPECT_THROW(parse_rate(bad), std::invalid_argument) << bad;
+}
+
+Model sample() {
+  Model m;
+  m.machine = Machine{2, 2e-10};
+  m.links["shm"] = Link{3e-6, 1e-10};
+  m.links["tcp"] = Link{4e-5, 8e-9};
+  m.codecs = {kNone,
+              {"fp16", CodecKind::Summable, 2, 4e-10, 3e-10},
+              {"int8", CodecKind::Quantized, 3.9, 5e-10, 4e-10},
+              {"topk", CodecKind::Sparse, 40, 3e-9, 2e-9}};
+  m.source = "test";
+  return m;
+}
+
+TEST(ModelFile, RoundTripsThroughToml) {
+  const Model m = sample();
+  const Model back = from_toml(to_toml(m), "mem");
+  EXPECT_EQ(back.source, "test");
+  EXPECT_DOUBLE_EQ(back.machine.gamma, 2e-10);
+  EXPECT_DOUBLE_EQ(back.link("tcp").beta, 8e-9);
+  ASSERT_NE(back.codec("topk"), nullptr);
+  EXPECT_EQ(back.codec("topk")->kind, CodecKind::Sparse);
+  EXPECT_DOUBLE_EQ(back.codec("int8")->ratio, 3.9);
+  EXPECT_THROW(back.link("ib"), std::invalid_argument);
+}
+
+TEST(ModelFile, BadFilesSayWhatIsWrong) {
+  auto message = [](const std::string& text) {
+    try {
+      from_toml(text, "m.toml");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("x = 1").find("not a gradwire cost model"), std::string::npos);
+  EXPECT_NE(message("format = \"gradwire cost model 1\"").find("[machine]"), std::string::npos);
+  const std::string head = "format = \"gradwire cost model 1\"\n[machine]\ncores = 2\ngamma_s_per_byte = 0\n";
+  EXPECT_NE(message(head + "[codecs.x]\nkind = \"magic\"\nratio = 1\nencode_s_per_byte = 0\ndecode_s_per_byte = 0\n")
+                .find("codecs.x.kind"),
+            std::string::npos);
+  EXPECT_NE(message(head + "[links.tcp]\nalpha_s = -1\nbeta_s_per_byte = 0\n").find("links.tcp.alpha_s"),
+            std::string::npos);
+  EXPECT_NE(message("format = = 1").find("m.toml:1"), std::string::npos);
+  EXPECT_THROW(load("/nonexistent/model.toml"), std::runtime_error);
+}
+
+TEST(ModelChoice, FastLinkKeepsCompressionOffSlowLinkPicksAStrongCodec) {
+  const Model m = sample();
+  const std::vector<std::string> allowed{"none", "fp16", "int8", "topk"};
+  Topology loopback = flat(4, 3e-6, 1e-10, 2e-10, 2);  // 10 GB/s shared memory
+  loopback.nodes = 1, loopback.per_node = 4;
+  const Choice fast = choose(m, allowed, 25e6, loopback);
+  EXPECT_TRUE(fast.codec == "none" || fast.codec == "fp16") << fast.codec << ": " << fast.reason;
+  EXPECT_FALSE(fast.reason.empty());
+  const Topology slow = flat(4, 4e-5, 8e-8, 2e-10, 2);  // 100 Mbit/s
+  const Choice s = choose(m, allowed, 25e6, slow);
+  EXPECT_TRUE(s.codec == "int8" || s.codec == "topk") << s.codec << ": " << s.reason;
+  EXPECT_LT(s.predicted, s.predicted_none);
+  // Only fp16 allowed behind a slow link: fp16. Nothing measured: none, saying so.
+  EXPECT_EQ(choose(m, {"fp16"}, 25e6, slow).codec, "fp16");
+  const Choice unknown = choose(m, {"onebit"}, 25e6, slow);
+  EXPECT_EQ(unknown.codec, "none");
+  EXPECT_NE(unknown.reason.find("onebit"), std::string::npos);
+}
+
+TEST(ModelChoice, ExplainsWhyCompressionDoesNotPay) {
+  const CodecCost slow_codec{"slow", CodecKind::Quantized, 4, 1e-7, 1e-7};
+  const Topology t = flat(4, 1e-6, 1e-10);
+  const Cost with = exchange(slow_codec, 1e7, t), without = exchange(kNone, 1e7, t);
+  EXPECT_NE(explain(slow_codec, with, without).find("encode cost"), std::string::npos);
+  const CodecCost chatty{"chatty", CodecKind::Sparse, 100000, 0, 0};  // gathered: n / r <= 2
+  const Topology many = flat(100000, 1e-4, 1e-10);
+  const Cost w2 = exchange(chatty, 4096, many), wo2 = exchange(kNone, 4096, many);
+  EXPECT_GT(w2.total, wo2.total);
+  EXPECT_NE(explain(chatty, w2, wo2).find("latency"), std::string::npos) << explain(chatty, w2, wo2);
+}
+
+}  // namespace
+}  // namespace gw::model

@@ -1,0 +1,127 @@
+// `gradwire simulate` end to end: a model file written here, predictions for 8 to 100 000 ranks as JSON,
+// the fastest choice, the verdict on compression, the SVG picture, and clear errors for bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "gw_test.hpp"
+#include "model/model.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Dir {
+  fs::path path = fs::temp_directory_path() / ("gw_sim_" + std::to_string(getpid()));
+  Dir() { fs::create_directories(path); }
+  ~Dir() { fs::remove_all(path); }
+};
+
+std::string write_model(const Dir& d) {
+  gw::model::Model m;
+  m.machine = {8, 1e-10};
+  m.links["shm"] = {2e-6, 1e-10};   // 10 GB/s inside a node
+  m.links["tcp"] = {3e-5, 8e-10};   // 1.25 GB/s between nodes
+  m.intra = "shm";
+  m.inter = "tcp";
+  m.codecs = {{"none", gw::model::CodecKind::Dense, 1, 0, 0},
+              {"fp16", gw::model::CodecKind::Summable, 2, 2e-10, 2e-10},
+              {"int8", gw::model::CodecKind::Quantized, 3.9, 3e-10, 3e-10},
+              {"topk", gw::model::CodecKind::Sparse, 40, 2e-9, 1e-9}};
+  m.source = "test";
+  const std::string path = (d.path / "model.toml").string();
+  gw::model::save(m, path);
+  return path;
+}
+
+nlohmann::json run_json(const std::string& args) {
+  const auto r = gwtest::run_command(std::string(GW_CLI) + " simulate " + args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const size_t brace = r.output.find('{');
+  EXPECT_NE(brace, std::string::npos) << r.output;
+  return nlohmann::json::parse(r.output.substr(brace == std::string::npos ? 0 : brace));
+}
+
+}  // namespace
+
+TEST(Simulate, PredictsEveryCodecFrom8To100000RanksWithAPicture) {
+  Dir d;
+  const std::string model = write_model(d), svg = (d.path / "sim.svg").string();
+  const auto j = run_json("--model " + model + " --params 25M --ranks 8,1000,100000 --compute 0.1 --svg " + svg);
+  ASSERT_EQ(j["points"].size(), 3u);
+  for (const auto& p : j["points"]) {
+    EXPECT_FALSE(p["fastest"].is_null());
+    EXPECT_GT(p["fastest"]["step_s"].get<double>(), 0.0);
+    EXPECT_FALSE(p["verdict"].get<std::string>().empty());
+    // Every codec appears, with every schedule (every step and every 4 steps).
+    std::set<std::string> codecs, schedules;
+    for (const auto& r : p["rows"]) codecs.insert(r["codec"].get<std::string>()), schedules.insert(r["schedule"].get<std::string>());
+    EXPECT_EQ(codecs.size(), 4u);
+    EXPECT_EQ(schedules.size(), 2u);
+  }
+  // 100 000 ranks on 12 500 nodes: two-level appears, and beats the flat ring for uncompressed.
+  double ring = 0, two = 0;
+  for (const auto& r : j["points"][2]["rows"])
+    if (r["codec"] == "none" && r["schedule"] == "every step") {
+      if (r["algorithm"] == "ring") ring = r["step_s"];
+      if (r["algorithm"] == "two-level") two = r["step_s"];
+    }
+  EXPECT_GT(ring, 0);
+  EXPECT_GT(two, 0);
+  EXPECT_LT(two, ring);
+  std::ifstream in(svg);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("<svg"), std::string::npos);
+  EXPECT_EQ(text.str().find("nan"), std::string::npos);
+  EXPECT_NE(text.str().find("<polyline"), std::string::npos);
+}
+
+TEST(Simulate, RateSweepSaysWhereCompressionStopsPaying) {
+  Dir d;
+  const std::string model = write_model(d);
+  const auto j = run_json("--model " + model + " --params 25M --ranks 16 --per-node 1 --inter-rates 100mbit,1gbit,100gbit,1000gbit");
+  ASSERT_EQ(j["points"].size(), 4u);
+  EXPECT_TRUE(j["points"][0]["compression_pays"].get<bool>()) << j["points"][0]["verdict"];
+  EXPECT_FALSE(j["points"][3]["compression_pays"].get<bool>()) << j["points"][3]["verdict"];
+  ASSERT_FALSE(j["notes"].empty());
+  EXPECT_NE(j["notes"][0].get<std::string>().find("stops paying"), std::string::npos) << j["notes"][0];
+}
+
+TEST(Simulate, TorchJsonAndTensorListsAreFusedIntoBuckets) {
+  Dir d;
+  const std::string model = write_model(d), params = (d.path / "resnet.json").string();
+  std::ofstream(params) << R"({"conv1.weight": 9408, "fc.weight": 2048000, "fc.bias": 1000})";
+  const auto j = run_json("--model " + model + " --torch-json " + params + " --ranks 8");
+  EXPECT_EQ(j["buckets"].get<int>(), 1);
+  EXPECT_DOUBLE_EQ(j["bytes"].get<double>(), 4.0 * (9408 + 2048000 + 1000));
+  const auto k = run_json("--model " + model + " --tensors 5M,5M,5M --bucket-bytes 25000000 --ranks 8");
+  EXPECT_EQ(k["buckets"].get<int>(), 3);
+}
+
+TEST(Simulate, BadInputIsAClearError) {
+  Dir d;
+  const std::string model = write_model(d);
+  const std::string cli = std::string(GW_CLI) + " simulate ";
+  auto r = gwtest::run_command(cli + "--model " + (d.path / "missing.toml").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("gradwire calibrate"), std::string::npos) << r.output;
+  r = gwtest::run_command(cli + "--model " + model + " --params lots");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--params"), std::string::npos) << r.output;
+  r = gwtest::run_command(cli + "--model " + model + " --inter-rate fast");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("bad link rate"), std::string::npos) << r.output;
+  r = gwtest::run_command(cli + "--model " + model + " --codecs int9");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("int9"), std::string::npos) << r.output;
+  const std::string bad = (d.path / "bad.json").string();
+  std::ofstream(bad) << R"({"w": "big"})";
+  r = gwtest::run_command(cli + "--model " + model + " --torch-json " + bad);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("'w'"), std::string::npos) << r.output;
+}
