@@ -13,7 +13,8 @@ start=$SECONDS
 
 echo "== configure ($build, CUDA sm_90)"
 rm -rf "$build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGW_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGW_WERROR=ON -DGW_WITH_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
 
 echo "== build"
 cmake --build "$build" -j "$jobs" --target gw_plugin_fp16 gw_plugin_bf16 gw_plugin_int8 gw_plugin_onebit \
