@@ -7,19 +7,17 @@
 #include "collectives/compressed.hpp"
 #include "comm/compressed_start.hpp"
 #include "comm/communicator.hpp"
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 
 namespace {
 
-const gw_tensor& f32_host(const gw_tensor* t, const char* what) {
-  gw::require_struct(t, t ? t->struct_size : 0, sizeof(gw_tensor), what);
-  if (t->memory != GW_MEMORY_HOST)
-    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + ": the compressed allreduce takes host memory only");
-  if (t->dtype != GW_DTYPE_F32)
-    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + " is " + gw_dtype_name(t->dtype) +
-                                     "; the compressed allreduce reduces f32 tensors (use gw_allreduce for others)");
-  if (t->count > 0 && t->data == nullptr) gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->data is NULL");
-  return *t;
+gw_tensor f32_host(const gw_tensor* t, const char* what) {
+  const gw_tensor out = gw::read_tensor(t, what);
+  gw::require_host(out, what, "the compressed allreduce");
+  gw::require_dtype(out, what, 1u << GW_DTYPE_F32, "the compressed allreduce", "it reduces f32; use gw_allreduce for others");
+  return out;
 }
 
 }  // namespace
@@ -34,14 +32,12 @@ GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, c
     gw::require(codec, "codec");
     gw::require(request, "request (output)");
     *request = nullptr;
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    if (context != nullptr) {
-      gw::require_struct(context, context->struct_size, sizeof(gw_codec_context), "context");
-      ctx.seed = context->seed;
-      ctx.step = context->step;
-    }
-    const gw_tensor& i = f32_host(in, "in");
-    const gw_tensor& o = f32_host(out, "out");
+    const gw_codec_context given = gw::abi::read_or_default(context, "context");
+    gw_codec_context ctx = gw::abi::Struct<gw_codec_context>::defaults();
+    ctx.seed = given.seed;
+    ctx.step = given.step;
+    const gw_tensor i = f32_host(in, "in");
+    const gw_tensor o = f32_host(out, "out");
     if (i.count != o.count)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements, out " +
                                             std::to_string(o.count) + "; allreduce needs the same count");

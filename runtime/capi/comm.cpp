@@ -8,7 +8,9 @@
 #include "comm/communicator.hpp"
 #include "comm/compressed_start.hpp"
 #include "comm/create.hpp"
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 #include "core/runtime.hpp"
 
 namespace {
@@ -23,16 +25,12 @@ Communicator& get(gw_comm* comm) {
   return *comm->impl;
 }
 
-const gw_tensor& checked(const gw_tensor* t, const char* what, bool reduction) {
-  gw::require_struct(t, t ? t->struct_size : 0, sizeof(gw_tensor), what);
-  if (t->memory != GW_MEMORY_HOST)
-    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + ": the collectives over point-to-point take host memory only");
-  if (gw_dtype_size(t->dtype) == 0)
-    gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->dtype " + std::to_string(int(t->dtype)) + " is not a gw_dtype");
-  if (reduction && t->dtype == GW_DTYPE_U8)
-    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + ": reductions take f32, f64, f16, bf16, i32 or i64, not u8");
-  if (t->count > 0 && t->data == nullptr) gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->data is NULL");
-  return *t;
+gw_tensor checked(const gw_tensor* t, const char* what, bool reduction) {
+  const gw_tensor out = gw::read_tensor(t, what);
+  gw::require_host(out, what, "the collectives over point-to-point");
+  if (reduction)
+    gw::require_dtype(out, what, ~(1u << GW_DTYPE_U8), "a reduction", "reductions take f32, f64, f16, bf16, i32 or i64");
+  return out;
 }
 
 void check_op(gw_reduce_op op) {
@@ -126,9 +124,9 @@ GW_API gw_status gw_comm_create(gw_runtime* runtime, const gw_comm_options* opti
     gw::require(comm, "comm (output)");
     *comm = nullptr;
     gw::require(runtime, "runtime");
-    gw::require_struct(options, options ? options->struct_size : 0, sizeof(gw_comm_options), "options");
+    const gw_comm_options o = gw::abi::read(options, "options");
     auto c = std::make_unique<gw_comm>();
-    c->impl = gw::comm::create_communicator(runtime->impl, *options);
+    c->impl = gw::comm::create_communicator(runtime->impl, o);
     *comm = c.release();
     return GW_OK;
   });

@@ -7,6 +7,7 @@
 #include "collectives/algorithms.hpp"
 #include "comm/compressed_start.hpp"
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 
 namespace gw::sync {
 namespace {
@@ -137,15 +138,11 @@ void Synchronizer::register_tensor(const std::string& name, const gw_tensor& gra
   if (name.empty()) fail(GW_ERR_INVALID_ARGUMENT, "the tensor name is empty; give every tensor a unique name");
   for (const TensorEntry& t : tensors_)
     if (t.name == name) fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "' is registered twice; names must be unique");
+  // The tensors were read and checked where they entered (gw::read_tensor); here what the synchronizer takes.
   auto check = [&](const gw_tensor& t, const char* what) {
-    if (t.memory != GW_MEMORY_HOST)
-      fail(GW_ERR_UNSUPPORTED, "tensor '" + name + "': the " + what + " is not in host memory; the synchronizer "
-                               "takes host tensors (copy device gradients to the host first)");
-    if (t.dtype != GW_DTYPE_F32)
-      fail(GW_ERR_UNSUPPORTED, "tensor '" + name + "': the " + what + " is " + gw_dtype_name(t.dtype) +
-                                   "; the synchronizer takes f32 tensors");
-    if (t.count > 0 && t.data == nullptr)
-      fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "': the " + what + "'s data is NULL");
+    const std::string which = "tensor '" + name + "': the " + what;
+    require_host(t, which, "the synchronizer (copy device gradients to the host first)");
+    require_dtype(t, which, 1u << GW_DTYPE_F32, "the synchronizer", "it takes f32 tensors");
   };
   check(gradient, "gradient");
   TensorEntry e;
