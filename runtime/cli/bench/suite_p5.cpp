@@ -8,7 +8,7 @@
 //         repetitions, each from a barrier to completion, as the slowest rank's time; rank 0 writes them.
 //   peer: the cluster built again, and `mpirun` starting gradwire-mpi-allreduce (bench/peers) once per rank
 //         through `ip netns exec`, restricted to TCP on the veths (btl tcp,self, btl_tcp_if_include
-//         198.18.0.0/15) — the brief's recipe.
+//         198.18.0.0/15), as docs/benchmarks.md describes.
 // ratio = MPI median / ours median (targets at 1 Gbit/s: int8 >= 3.5, onebit >= 20, topk 1 % >= 25).
 // extra: the link actually used ("loopback" without root), spreads, the codec's size ratio
 // (f32 bytes / encoded bytes of the whole gradient), and for the none codec gradwire's own uncompressed
