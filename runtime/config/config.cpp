@@ -375,14 +375,9 @@ std::string Config::reference_markdown() const {
     os << "| key | type | default | allowed | environment | meaning |\n|---|---|---|---|---|---|\n";
     for (const auto& key : section.keys) {
       os << "| `" << key.name << "` | " << type_name(key.type) << " | `" << key.default_text << "` | "
-         << range_text(key) << " | ";
-      // Streamed piece by piece: GCC 12 at -O3 misreads `"`" + std::string + "`"` as overlapping
-      // copies (-Wrestrict inside libstdc++, a known false positive).
-      if (section.array_of_tables)
-        os << "—";
-      else
-        os << '`' << env_name(section.path, key.name) << '`';
-      os << " | " << key.help << " |\n";
+         << range_text(key) << " | "
+         << (section.array_of_tables ? std::string("—") : "`" + env_name(section.path, key.name) + "`") << " | "
+         << key.help << " |\n";
     }
     os << "\n";
   }
