@@ -5,7 +5,7 @@
 
 #include "codec/codec.hpp"
 #include "collectives/compressed.hpp"
-#include "comm/compressed_start.hpp"
+#include "comm/allreduce_start.hpp"
 #include "comm/communicator.hpp"
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"

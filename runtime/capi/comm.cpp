@@ -6,7 +6,7 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/reduce.hpp"
 #include "comm/communicator.hpp"
-#include "comm/compressed_start.hpp"
+#include "comm/allreduce_start.hpp"
 #include "comm/create.hpp"
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "collectives/algorithms.hpp"
-#include "comm/compressed_start.hpp"
+#include "comm/allreduce_start.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
@@ -13,22 +13,6 @@ namespace gw::sync {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The dense allreduce of an exempt ("none") bucket or of the parameters, with its bytes booked.
-comm::Task dense_average(comm::Collective& c, float* buf, uint64_t count, uint64_t threshold,
-                         coll::CompressedStats* stats) {
-  co_await coll::allreduce_dense(c, buf, count, GW_DTYPE_F32, GW_REDUCE_AVG, threshold);
-  stats->raw_bytes += 4 * count;
-  stats->wire_bytes += c.bytes_sent();
-}
-
-gw_request* start_dense_average(comm::Communicator& comm, float* buf, uint64_t count, coll::CompressedStats* stats,
-                                std::optional<uint32_t> seq) {
-  const comm::Signature s{comm::CollectiveKind::Allreduce, GW_REDUCE_AVG, GW_DTYPE_F32, count, 0, 0};
-  const uint64_t threshold = comm.settings().ring_threshold_bytes;
-  const auto algorithm = [=](comm::Collective& c) { return dense_average(c, buf, count, threshold, stats); };
-  return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
-}
 
 // Runs a collective to completion on the calling thread.
 void run_blocking(comm::Communicator& comm, gw_request* r, const std::string& what) {
@@ -337,7 +321,7 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
     a.stats = &e->stats;
     e->request = comm::start_allreduce_compressed(comm_, a, seq);
   } else {
-    e->request = start_dense_average(comm_, x, b.count, &e->stats, seq);
+    e->request = comm::start_allreduce_dense(comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, seq, &e->stats);
   }
   ++b.exchanges;
   return e;
@@ -433,7 +417,8 @@ void Synchronizer::do_sync_parameters(StepContext& ctx) {
       if (t.parameter->count > 0) std::memcpy(e->data.data() + t.offset, t.parameter->data, 4 * t.parameter->count);
     }
     e->started = Clock::now();
-    e->request = start_dense_average(comm_, e->data.data(), b.count, &e->stats, std::nullopt);
+    e->request = comm::start_allreduce_dense(comm_, e->data.data(), b.count, GW_DTYPE_F32, GW_REDUCE_AVG, std::nullopt,
+                                             &e->stats);
     running.push_back(std::move(e));
   }
   for (uint32_t b = 0; b < buckets_.size(); ++b) {

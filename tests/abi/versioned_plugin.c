@@ -24,12 +24,14 @@
 
 #if GW_TEST_FUTURE
 static void never_called(void) { abort(); }
+#define TAIL_INIT , 0xa5a5a5a5a5a5a5a5u, never_called
 #define SET_TAIL(x)                          \
   do {                                       \
     (x).future_value = 0xa5a5a5a5a5a5a5a5u;  \
     (x).future_fn = never_called;            \
   } while (0)
 #else
+#define TAIL_INIT
 #define SET_TAIL(x) ((void)0)
 #endif
 
@@ -202,93 +204,33 @@ static gw_status t_abort(void* self) {
   return GW_OK;
 }
 
-/* ---- the descriptor ---------------------------------------------------------------------------- */
+/* ---- the descriptor ----------------------------------------------------------------------------
+ * Every struct below is this plugin's own size (its struct_size, and the stride of its arrays). */
 
-static codec_vtable_t codec_vt;
-static schedule_vtable_t schedule_vt;
-static transport_vtable_t transport_vt;
-static key_t_ keys[1];
-static component_t components[3];
-static descriptor_t descriptor;
-
-static void set_component(component_t* c, gw_component_kind kind, const char* name, const char* help,
-                          const gw_config_key* key_table, uint32_t num_keys, const void* vtable) {
-  memset(c, 0, sizeof *c);
-  c->c.struct_size = (uint32_t)sizeof *c; /* the array's stride: this plugin's component size */
-  c->c.kind = kind;
-  c->c.name = name;
-  c->c.help = help;
-  c->c.config_keys = key_table;
-  c->c.num_config_keys = num_keys;
-  c->c.vtable = vtable;
-  SET_TAIL(*c);
-}
+static const codec_vtable_t codec_vt = {
+    {sizeof(codec_vtable_t), c_create, c_destroy, c_properties, c_max_encoded_size, c_encode, c_decode, NULL}
+    TAIL_INIT};
+static const schedule_vtable_t schedule_vt = {
+    {sizeof(schedule_vtable_t), s_create, s_destroy, s_on_step, s_step_skipped, s_save_state, s_load_state, NULL}
+    TAIL_INIT};
+static const transport_vtable_t transport_vt = {
+    {sizeof(transport_vtable_t), 1u << GW_MEMORY_HOST, t_create, t_destroy, t_local_address, t_connect,
+     t_send_start, t_recv_start, t_test, t_request_free, t_progress, t_abort, NULL, NULL, NULL, NULL, NULL}
+    TAIL_INIT};
+static const key_t_ keys[] = {
+    {{sizeof(key_t_), "level", GW_CONFIG_INT, "1", "A level the test sets to 3.", 1.0, 9.0, NULL} TAIL_INIT}};
+static const component_t components[] = {
+    {{sizeof(component_t), GW_COMPONENT_CODEC, PREFIX "_copy", "f32 elements as they are.", &keys[0].k, 1,
+      &codec_vt.v} TAIL_INIT},
+    {{sizeof(component_t), GW_COMPONENT_SCHEDULE, PREFIX "_every", "Average every step.", NULL, 0, &schedule_vt.v}
+     TAIL_INIT},
+    {{sizeof(component_t), GW_COMPONENT_TRANSPORT, PREFIX "_loop", "One rank, nothing to move.", NULL, 0,
+      &transport_vt.v} TAIL_INIT}};
+static const descriptor_t descriptor = {
+    {sizeof(descriptor_t), GW_ABI_VERSION_MAJOR, GW_ABI_VERSION_MINOR, PREFIX, "1.0.0",
+     "Extensible-struct test plugin.", NULL, NULL, &components[0].c, 3, NULL} TAIL_INIT};
 
 GW_PLUGIN_EXPORT const gw_plugin_descriptor* gw_plugin_entry(uint32_t host_abi_major, uint32_t host_abi_minor) {
   (void)host_abi_minor;
-  if (host_abi_major != GW_ABI_VERSION_MAJOR) return NULL;
-
-  memset(&codec_vt, 0, sizeof codec_vt);
-  codec_vt.v.struct_size = (uint32_t)sizeof codec_vt;
-  codec_vt.v.create = c_create;
-  codec_vt.v.destroy = c_destroy;
-  codec_vt.v.properties = c_properties;
-  codec_vt.v.max_encoded_size = c_max_encoded_size;
-  codec_vt.v.encode = c_encode;
-  codec_vt.v.decode = c_decode;
-  SET_TAIL(codec_vt);
-
-  memset(&schedule_vt, 0, sizeof schedule_vt);
-  schedule_vt.v.struct_size = (uint32_t)sizeof schedule_vt;
-  schedule_vt.v.create = s_create;
-  schedule_vt.v.destroy = s_destroy;
-  schedule_vt.v.on_step = s_on_step;
-  schedule_vt.v.step_skipped = s_step_skipped;
-  schedule_vt.v.save_state = s_save_state;
-  schedule_vt.v.load_state = s_load_state;
-  SET_TAIL(schedule_vt);
-
-  memset(&transport_vt, 0, sizeof transport_vt);
-  transport_vt.v.struct_size = (uint32_t)sizeof transport_vt;
-  transport_vt.v.memory_kinds = 1u << GW_MEMORY_HOST;
-  transport_vt.v.create = t_create;
-  transport_vt.v.destroy = t_destroy;
-  transport_vt.v.local_address = t_local_address;
-  transport_vt.v.connect = t_connect;
-  transport_vt.v.send_start = t_send_start;
-  transport_vt.v.recv_start = t_recv_start;
-  transport_vt.v.test = t_test;
-  transport_vt.v.request_free = t_request_free;
-  transport_vt.v.progress = t_progress;
-  transport_vt.v.abort = t_abort;
-  SET_TAIL(transport_vt);
-
-  memset(keys, 0, sizeof keys);
-  keys[0].k.struct_size = (uint32_t)sizeof keys[0];
-  keys[0].k.name = "level";
-  keys[0].k.type = GW_CONFIG_INT;
-  keys[0].k.default_value = "1";
-  keys[0].k.help = "A level the test sets to 3.";
-  keys[0].k.min_value = 1;
-  keys[0].k.max_value = 9;
-  SET_TAIL(keys[0]);
-
-  set_component(&components[0], GW_COMPONENT_CODEC, PREFIX "_copy", "f32 elements as they are.", &keys[0].k, 1,
-                &codec_vt.v);
-  set_component(&components[1], GW_COMPONENT_SCHEDULE, PREFIX "_every", "Average every step.", NULL, 0,
-                &schedule_vt.v);
-  set_component(&components[2], GW_COMPONENT_TRANSPORT, PREFIX "_loop", "One rank, nothing to move.", NULL, 0,
-                &transport_vt.v);
-
-  memset(&descriptor, 0, sizeof descriptor);
-  descriptor.d.struct_size = (uint32_t)sizeof descriptor;
-  descriptor.d.abi_major = GW_ABI_VERSION_MAJOR;
-  descriptor.d.abi_minor = GW_ABI_VERSION_MINOR;
-  descriptor.d.name = PREFIX;
-  descriptor.d.version = "1.0.0";
-  descriptor.d.description = "Extensible-struct test plugin.";
-  descriptor.d.components = &components[0].c;
-  descriptor.d.num_components = 3;
-  SET_TAIL(descriptor);
-  return &descriptor.d;
+  return host_abi_major == GW_ABI_VERSION_MAJOR ? &descriptor.d : NULL;
 }

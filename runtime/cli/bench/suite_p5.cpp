@@ -94,7 +94,7 @@ void run_worker(const Options& o, const std::string& out_path) {
 // ---- the driver -------------------------------------------------------------------------------------------
 
 json run_ours(const Options& o, const std::string& rate, const fs::path& out) {
-  const std::string self = self_path();
+  const std::string self = self_path("P5");
   std::vector<std::string> argv{self, "run", "-n", std::to_string(kRanks), "--link", rate, "--", self, "bench",
                                 "--suite", "P5", "--json", "--repetitions", std::to_string(o.repetitions)};
   if (o.quick) argv.push_back("--quick");
