@@ -75,15 +75,15 @@ gw_status blocking(gw_comm* comm, Start&& start_fn) {
 // The checks every reduction (allreduce, reduce-scatter) makes before it starts.
 struct ReductionArgs {
   Communicator& comm;
-  const gw_tensor& in;
-  const gw_tensor& out;
+  gw_tensor in;  // copies: checked() reads the caller's structs into this library's version
+  gw_tensor out;
 };
 ReductionArgs reduction_args(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                              gw_request** request) {
   Communicator& c = get(comm);
   gw::require(request, "request (output)");
-  const gw_tensor& i = checked(in, "in", true);
-  const gw_tensor& o = checked(out, "out", true);
+  const gw_tensor i = checked(in, "in", true);
+  const gw_tensor o = checked(out, "out", true);
   check_op(op);
   check_same_dtype(i, o);
   return {c, i, o};
@@ -94,8 +94,8 @@ gw_status start_allgatherv(gw_comm* comm, const gw_tensor* in, gw_tensor* out, s
                            CollectiveKind kind, gw_request** request) {
   Communicator& c = get(comm);
   gw::require(request, "request (output)");
-  const gw_tensor& i = checked(in, "in", false);
-  const gw_tensor& o = checked(out, "out", false);
+  const gw_tensor i = checked(in, "in", false);
+  const gw_tensor o = checked(out, "out", false);
   check_same_dtype(i, o);
   const uint32_t r = c.rank();
   uint64_t total = 0;
@@ -224,7 +224,7 @@ GW_API gw_status gw_reduce_scatter(gw_comm* comm, const gw_tensor* in, gw_tensor
 
 GW_API gw_status gw_allgather_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_request** request) {
   return gw::guard([&] {
-    const gw_tensor& i = checked(in, "in", false);
+    const gw_tensor i = checked(in, "in", false);
     return start_allgatherv(comm, in, out, std::vector<uint64_t>(get(comm).size(), i.count), CollectiveKind::Allgather,
                             request);
   });
@@ -252,7 +252,7 @@ GW_API gw_status gw_broadcast_start(gw_comm* comm, gw_tensor* buf, uint32_t root
   return gw::guard([&] {
     Communicator& c = get(comm);
     gw::require(request, "request (output)");
-    const gw_tensor& b = checked(buf, "buf", false);
+    const gw_tensor b = checked(buf, "buf", false);
     if (root >= c.size())
       gw::fail(GW_ERR_INVALID_ARGUMENT, "broadcast root " + std::to_string(root) + " is not a rank (world size " +
                                             std::to_string(c.size()) + ")");
@@ -286,7 +286,7 @@ GW_API gw_status gw_send_start(gw_comm* comm, const gw_tensor* buf, uint32_t pee
   return gw::guard([&] {
     Communicator& c = get(comm);
     gw::require(request, "request (output)");
-    const gw_tensor& b = checked(buf, "buf", false);
+    const gw_tensor b = checked(buf, "buf", false);
     if (peer >= c.size()) gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is not a rank");
     *request = c.start_send(peer, tag, b.data, bytes_of(b));
     return GW_OK;
@@ -301,7 +301,7 @@ GW_API gw_status gw_recv_start(gw_comm* comm, gw_tensor* buf, uint32_t peer, uin
   return gw::guard([&] {
     Communicator& c = get(comm);
     gw::require(request, "request (output)");
-    const gw_tensor& b = checked(buf, "buf", false);
+    const gw_tensor b = checked(buf, "buf", false);
     if (peer >= c.size()) gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is not a rank");
     *request = c.start_recv(peer, tag, b.data, bytes_of(b));
     return GW_OK;
