@@ -12,6 +12,6 @@ ctest --test-dir build --output-on-failure --timeout 900 -L "multiprocess|cluste
 # The decoders under libFuzzer with AddressSanitizer and UBSan (clang), each for a bounded time from its
 # committed seed corpus (tests/fuzz/).
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DGW_BUILD_FUZZERS=ON -DGW_SANITIZE=ON -DGW_WITH_CUDA=OFF > build-fuzz.log || { cat build-fuzz.log; exit 1; }
+  -DGW_BUILD_FUZZERS=ON -DGW_SANITIZE=ON -DGW_WITH_CUDA=OFF -DGW_WERROR=ON > build-fuzz.log || { cat build-fuzz.log; exit 1; }
 cmake --build build-fuzz -j"$(nproc)" --target gw_fuzzers
 ctest --test-dir build-fuzz --output-on-failure -L fuzz

@@ -8,25 +8,21 @@
 #include "codec/codec.hpp"
 #include "codec/staging.hpp"
 #include "collectives/compressed.hpp"
-#include "comm/compressed_start.hpp"
+#include "comm/allreduce_start.hpp"
 #include "comm/communicator.hpp"
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 
 namespace {
 
 // f32, f16 or bf16 in host or CUDA memory. Anything but f32 host memory is staged through an f32 host
 // buffer (codec/staging.hpp): the reduction accumulates in f32 and the result is rounded once.
-const gw_tensor& checked_tensor(const gw_tensor* t, const char* what) {
-  gw::require_struct(t, t ? t->struct_size : 0, sizeof(gw_tensor), what);
-  if (t->memory != GW_MEMORY_HOST && t->memory != GW_MEMORY_CUDA)
-    gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->memory " + std::to_string(int(t->memory)) +
-                                          " is not a gw_memory_kind");
-  if (!gw::staging::supported(t->dtype))
-    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + " is " + (gw_dtype_name(t->dtype) ? gw_dtype_name(t->dtype) : "?") +
-                                     "; the compressed allreduce reduces f32, f16 and bf16 tensors (use gw_allreduce "
-                                     "for others)");
-  if (t->count > 0 && t->data == nullptr) gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->data is NULL");
-  return *t;
+gw_tensor checked_tensor(const gw_tensor* t, const char* what) {
+  const gw_tensor out = gw::read_tensor(t, what);
+  gw::require_dtype(out, what, (1u << GW_DTYPE_F32) | (1u << GW_DTYPE_F16) | (1u << GW_DTYPE_BF16),
+                    "the compressed allreduce", "it reduces f32, f16 and bf16; use gw_allreduce for others");
+  return out;
 }
 
 }  // namespace
@@ -41,14 +37,12 @@ GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, c
     gw::require(codec, "codec");
     gw::require(request, "request (output)");
     *request = nullptr;
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    if (context != nullptr) {
-      gw::require_struct(context, context->struct_size, sizeof(gw_codec_context), "context");
-      ctx.seed = context->seed;
-      ctx.step = context->step;
-    }
-    const gw_tensor& i = checked_tensor(in, "in");
-    const gw_tensor& o = checked_tensor(out, "out");
+    const gw_codec_context given = gw::abi::read_or_default(context, "context");
+    gw_codec_context ctx = gw::abi::Struct<gw_codec_context>::defaults();
+    ctx.seed = given.seed;
+    ctx.step = given.step;
+    const gw_tensor i = checked_tensor(in, "in");
+    const gw_tensor o = checked_tensor(out, "out");
     if (i.count != o.count)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements, out " +
                                             std::to_string(o.count) + "; allreduce needs the same count");

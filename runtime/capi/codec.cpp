@@ -2,18 +2,16 @@
 #include <gradwire/gradwire.h>
 
 #include "codec/codec.hpp"
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
 #include "core/runtime.hpp"
+#include "core/tensor.hpp"
 
 namespace {
 
 gw::Codec& get(gw_codec* codec) { return *gw::require(codec, "codec")->impl; }
 
-gw_codec_context context_or_default(const gw_codec_context* ctx) {
-  if (ctx == nullptr) return GW_CODEC_CONTEXT_INIT;
-  gw::require_struct(ctx, ctx->struct_size, sizeof(gw_codec_context), "context");
-  return *ctx;
-}
+gw_codec_context context_or_default(const gw_codec_context* ctx) { return gw::abi::read_or_default(ctx, "context"); }
 
 }  // namespace
 
@@ -41,10 +39,7 @@ GW_API const char* gw_codec_name(const gw_codec* codec) { return codec ? codec->
 GW_API gw_status gw_codec_get_properties(gw_codec* codec, gw_codec_properties* properties) {
   return gw::guard([&] {
     const auto& p = get(codec).properties();
-    gw::require_struct(properties, properties ? properties->struct_size : 0, sizeof(gw_codec_properties), "properties");
-    properties->flags = p.flags;
-    properties->sum_dtype = p.sum_dtype;
-    properties->dtypes = p.dtypes;
+    gw::abi::write(properties, p, "properties");
     return GW_OK;
   });
 }
@@ -62,8 +57,7 @@ GW_API gw_status gw_codec_encode(gw_codec* codec, const gw_codec_context* contex
   return gw::guard([&] {
     auto& c = get(codec);
     gw::require(size, "size");
-    gw::require(in, "in");
-    *size = c.encode(context_or_default(context), *in, payload, capacity);
+    *size = c.encode(context_or_default(context), gw::read_tensor(in, "in"), payload, capacity);
     return GW_OK;
   });
 }
@@ -72,7 +66,8 @@ GW_API gw_status gw_codec_decode(gw_codec* codec, const gw_codec_context* contex
                                  gw_tensor* out, uint32_t flags) {
   return gw::guard([&] {
     auto& c = get(codec);
-    c.decode(context_or_default(context), payload, size, *gw::require(out, "out"), flags);
+    gw_tensor o = gw::read_tensor(out, "out");
+    c.decode(context_or_default(context), payload, size, o, flags);
     return GW_OK;
   });
 }

@@ -6,10 +6,12 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/reduce.hpp"
 #include "comm/communicator.hpp"
-#include "comm/compressed_start.hpp"
+#include "comm/allreduce_start.hpp"
 #include "comm/create.hpp"
 #include "comm/native.hpp"
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 #include "core/runtime.hpp"
 
 namespace {
@@ -24,19 +26,13 @@ Communicator& get(gw_comm* comm) {
   return *comm->impl;
 }
 
-const gw_tensor& checked(const gw_tensor* t, const char* what, bool reduction) {
-  gw::require_struct(t, t ? t->struct_size : 0, sizeof(gw_tensor), what);
+gw_tensor checked(const gw_tensor* t, const char* what, bool reduction) {
   // Device memory goes on to the native-collective dispatch (comm/native.hpp), which refuses it clearly
   // where the transport cannot take it.
-  if (t->memory != GW_MEMORY_HOST && t->memory != GW_MEMORY_CUDA)
-    gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->memory " + std::to_string(int(t->memory)) +
-                                          " is not a gw_memory_kind");
-  if (gw_dtype_size(t->dtype) == 0)
-    gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->dtype " + std::to_string(int(t->dtype)) + " is not a gw_dtype");
-  if (reduction && t->dtype == GW_DTYPE_U8)
-    gw::fail(GW_ERR_UNSUPPORTED, std::string(what) + ": reductions take f32, f64, f16, bf16, i32 or i64, not u8");
-  if (t->count > 0 && t->data == nullptr) gw::fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->data is NULL");
-  return *t;
+  const gw_tensor out = gw::read_tensor(t, what);
+  if (reduction)
+    gw::require_dtype(out, what, ~(1u << GW_DTYPE_U8), "a reduction", "reductions take f32, f64, f16, bf16, i32 or i64");
+  return out;
 }
 
 void check_op(gw_reduce_op op) {
@@ -81,15 +77,15 @@ gw_status blocking(gw_comm* comm, Start&& start_fn) {
 // The checks every reduction (allreduce, reduce-scatter) makes before it starts.
 struct ReductionArgs {
   Communicator& comm;
-  const gw_tensor& in;
-  const gw_tensor& out;
+  gw_tensor in;  // copies: checked() reads the caller's structs into this library's version
+  gw_tensor out;
 };
 ReductionArgs reduction_args(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                              gw_request** request) {
   Communicator& c = get(comm);
   gw::require(request, "request (output)");
-  const gw_tensor& i = checked(in, "in", true);
-  const gw_tensor& o = checked(out, "out", true);
+  const gw_tensor i = checked(in, "in", true);
+  const gw_tensor o = checked(out, "out", true);
   check_op(op);
   check_same_dtype(i, o);
   return {c, i, o};
@@ -100,8 +96,8 @@ gw_status start_allgatherv(gw_comm* comm, const gw_tensor* in, gw_tensor* out, s
                            CollectiveKind kind, gw_request** request) {
   Communicator& c = get(comm);
   gw::require(request, "request (output)");
-  const gw_tensor& i = checked(in, "in", false);
-  const gw_tensor& o = checked(out, "out", false);
+  const gw_tensor i = checked(in, "in", false);
+  const gw_tensor o = checked(out, "out", false);
   check_same_dtype(i, o);
   if (kind == CollectiveKind::Allgather && i.count * c.size() == o.count)
     if (gw_request* native = gw::comm::start_native(c, {kind, &i, out, GW_REDUCE_SUM, 0})) return start(request, native);
@@ -134,9 +130,9 @@ GW_API gw_status gw_comm_create(gw_runtime* runtime, const gw_comm_options* opti
     gw::require(comm, "comm (output)");
     *comm = nullptr;
     gw::require(runtime, "runtime");
-    gw::require_struct(options, options ? options->struct_size : 0, sizeof(gw_comm_options), "options");
+    const gw_comm_options o = gw::abi::read(options, "options");
     auto c = std::make_unique<gw_comm>();
-    c->impl = gw::comm::create_communicator(runtime->impl, *options);
+    c->impl = gw::comm::create_communicator(runtime->impl, o);
     *comm = c.release();
     return GW_OK;
   });
@@ -238,7 +234,7 @@ GW_API gw_status gw_reduce_scatter(gw_comm* comm, const gw_tensor* in, gw_tensor
 
 GW_API gw_status gw_allgather_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_request** request) {
   return gw::guard([&] {
-    const gw_tensor& i = checked(in, "in", false);
+    const gw_tensor i = checked(in, "in", false);
     return start_allgatherv(comm, in, out, std::vector<uint64_t>(get(comm).size(), i.count), CollectiveKind::Allgather,
                             request);
   });
@@ -266,7 +262,7 @@ GW_API gw_status gw_broadcast_start(gw_comm* comm, gw_tensor* buf, uint32_t root
   return gw::guard([&] {
     Communicator& c = get(comm);
     gw::require(request, "request (output)");
-    const gw_tensor& b = checked(buf, "buf", false);
+    const gw_tensor b = checked(buf, "buf", false);
     if (root >= c.size())
       gw::fail(GW_ERR_INVALID_ARGUMENT, "broadcast root " + std::to_string(root) + " is not a rank (world size " +
                                             std::to_string(c.size()) + ")");
@@ -302,7 +298,7 @@ GW_API gw_status gw_send_start(gw_comm* comm, const gw_tensor* buf, uint32_t pee
   return gw::guard([&] {
     Communicator& c = get(comm);
     gw::require(request, "request (output)");
-    const gw_tensor& b = checked(buf, "buf", false);
+    const gw_tensor b = checked(buf, "buf", false);
     if (peer >= c.size()) gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is not a rank");
     if (peer == c.rank())
       gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is this rank; transports carry messages "
@@ -321,7 +317,7 @@ GW_API gw_status gw_recv_start(gw_comm* comm, gw_tensor* buf, uint32_t peer, uin
   return gw::guard([&] {
     Communicator& c = get(comm);
     gw::require(request, "request (output)");
-    const gw_tensor& b = checked(buf, "buf", false);
+    const gw_tensor b = checked(buf, "buf", false);
     if (peer >= c.size()) gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is not a rank");
     if (peer == c.rank())
       gw::fail(GW_ERR_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is this rank; transports carry messages "

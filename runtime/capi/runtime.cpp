@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
 #include "core/runtime.hpp"
 
@@ -28,7 +29,8 @@ GW_API gw_status gw_runtime_create(const gw_runtime_options* options, gw_runtime
   return gw::guard([&] {
     gw::require(runtime, "runtime (output)");
     *runtime = nullptr;
-    gw::require_struct(options, options ? options->struct_size : 0, sizeof(gw_runtime_options), "options");
+    const gw_runtime_options o = gw::abi::read(options, "options");
+    options = &o;
     *runtime = new gw_runtime(*options);
     return GW_OK;
   });
@@ -64,26 +66,26 @@ GW_API gw_status gw_runtime_plugin_count(gw_runtime* runtime, uint32_t* count) {
 GW_API gw_status gw_runtime_plugin_info(gw_runtime* runtime, uint32_t index, gw_plugin_info* info) {
   return gw::guard([&] {
     const auto& candidates = get(runtime).registry().candidates();
-    gw::require_struct(info, info ? info->struct_size : 0, sizeof(gw_plugin_info), "info");
+    gw::abi::require(info, "info");
     if (index >= candidates.size())
       gw::fail(GW_ERR_INVALID_ARGUMENT, "plugin index " + std::to_string(index) + " is out of range (" +
                                             std::to_string(candidates.size()) + " plugins)");
     const auto& c = candidates[index];
-    info->path = c.path.c_str();
-    info->status = c.status;
-    info->error = c.error.c_str();
+    gw_plugin_info value = GW_PLUGIN_INFO_INIT;
+    value.path = c.path.c_str();
+    value.status = c.status;
+    value.error = c.error.c_str();
+    value.name = value.version = value.description = "";
     if (c.plugin) {
       const auto& d = c.plugin->descriptor();
-      info->name = d.name;
-      info->version = d.version;
-      info->description = d.description ? d.description : "";
-      info->abi_major = d.abi_major;
-      info->abi_minor = d.abi_minor;
-      info->num_components = d.num_components;
-    } else {
-      info->name = info->version = info->description = "";
-      info->abi_major = info->abi_minor = info->num_components = 0;
+      value.name = d.name;
+      value.version = d.version;
+      value.description = d.description ? d.description : "";
+      value.abi_major = d.abi_major;
+      value.abi_minor = d.abi_minor;
+      value.num_components = d.num_components;
     }
+    gw::abi::write(info, value, "info");
     return GW_OK;
   });
 }
@@ -92,7 +94,7 @@ GW_API gw_status gw_runtime_component_info(gw_runtime* runtime, uint32_t plugin_
                                            gw_component_info* info) {
   return gw::guard([&] {
     const auto& candidates = get(runtime).registry().candidates();
-    gw::require_struct(info, info ? info->struct_size : 0, sizeof(gw_component_info), "info");
+    gw::abi::require(info, "info");
     if (plugin_index >= candidates.size() || !candidates[plugin_index].plugin)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "plugin index " + std::to_string(plugin_index) + " is not a loaded plugin");
     const auto& d = candidates[plugin_index].plugin->descriptor();
@@ -100,9 +102,11 @@ GW_API gw_status gw_runtime_component_info(gw_runtime* runtime, uint32_t plugin_
       gw::fail(GW_ERR_INVALID_ARGUMENT, "component index " + std::to_string(component_index) + " is out of range (" +
                                             std::to_string(d.num_components) + " components)");
     const gw_component& c = d.components[component_index];
-    info->kind = static_cast<uint32_t>(c.kind);
-    info->name = c.name;
-    info->help = c.help;
+    gw_component_info value = GW_COMPONENT_INFO_INIT;
+    value.kind = static_cast<uint32_t>(c.kind);
+    value.name = c.name;
+    value.help = c.help;
+    gw::abi::write(info, value, "info");
     return GW_OK;
   });
 }

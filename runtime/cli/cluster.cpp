@@ -1,6 +1,5 @@
 #include "cluster.hpp"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <regex>
 
 #include "commands.hpp"
+#include "process.hpp"
 
 #ifndef GW_SOURCE_SCRIPTS_DIR
 #define GW_SOURCE_SCRIPTS_DIR ""
@@ -23,24 +23,12 @@ namespace fs = std::filesystem;
 
 // Runs cluster.sh with GW_CLUSTER_NAME set; its output goes to stderr. Returns its exit status.
 int run_script(const std::string& script, const std::string& name, const std::vector<std::string>& args) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    dup2(STDERR_FILENO, STDOUT_FILENO);
-    setenv("GW_CLUSTER_NAME", name.c_str(), 1);
-    std::vector<char*> argv{const_cast<char*>("bash"), const_cast<char*>(script.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp("bash", argv.data());
-    std::fprintf(stderr, "gradwire: cannot start bash %s: %s\n", script.c_str(), std::strerror(errno));
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  SpawnOptions options;
+  options.env = {{"GW_CLUSTER_NAME", name}};
+  options.stdout_fd = STDERR_FILENO;
+  std::vector<std::string> argv{"bash", script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_and_wait(argv, options, "gradwire");
 }
 
 }  // namespace
@@ -58,10 +46,12 @@ std::string Cluster::script() {
     if (!fs::exists(s)) throw Failure(GW_ERR_NOT_FOUND, std::string("GW_CLUSTER_SCRIPT names ") + s + ", which does not exist");
     return s;
   }
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   std::vector<fs::path> candidates;
-  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "libexec" / "gradwire" / "cluster.sh");
+  try {
+    candidates.push_back(fs::path(self_path("--link")).parent_path().parent_path() / "libexec" / "gradwire" / "cluster.sh");
+  } catch (const Failure&) {
+    // no /proc: only the source tree's copy below
+  }
   if (*GW_SOURCE_SCRIPTS_DIR) candidates.push_back(fs::path(GW_SOURCE_SCRIPTS_DIR) / "cluster.sh");
   std::string looked;
   for (const auto& c : candidates) {

@@ -9,10 +9,8 @@
 // GW_LOCAL_SIZE say so (the two-level collectives read them), and with --link they share one namespace
 // and its link.
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +27,7 @@
 
 #include "cluster.hpp"
 #include "commands.hpp"
+#include "process.hpp"
 
 namespace gwcli {
 namespace {
@@ -42,28 +41,6 @@ void on_signal(int sig) {
   const int saved = errno;
   (void)!write(g_signal_pipe[1], &s, 1);
   errno = saved;
-}
-
-// A free port below Linux's ephemeral range (32768-60999): a port from that range may be handed to a
-// rank's own outgoing connection while it retries connecting to the root, and the root could then not
-// listen on it.
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: socket: ") + std::strerror(errno));
-  const int start = 20000 + int(getpid() % 12000);
-  for (int i = 0; i < 12000; ++i) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    const int port = 20000 + (start - 20000 + i) % 12000;
-    a.sin_port = htons(uint16_t(port));
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-      close(fd);
-      return port;
-    }
-  }
-  close(fd);
-  throw Failure(GW_ERR_INTERNAL, "run: no free port between 20000 and 32000 for the rendezvous");
 }
 
 // One output stream of one rank, split into prefixed lines.
@@ -95,12 +72,6 @@ void flush_partial(int rank, Stream& s) {
   std::fflush(s.out);
 }
 
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
 std::string describe(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
@@ -110,38 +81,27 @@ std::string describe(int status) {
 
 pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& command, int out_fd, int err_fd,
                  const Cluster* cluster, int per_node) {
-  const pid_t pid = fork();
-  if (pid < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: fork: ") + std::strerror(errno));
-  if (pid > 0) {
-    setpgid(pid, pid);  // also here: a signal sent right after fork must find the group
-    return pid;
-  }
-  setpgid(0, 0);  // its own process group: signals reach it (and its children) only through us
-  dup2(out_fd, STDOUT_FILENO);
-  dup2(err_fd, STDERR_FILENO);
-  setenv("GW_RANK", std::to_string(rank).c_str(), 1);
-  setenv("GW_WORLD_SIZE", std::to_string(n).c_str(), 1);
+  SpawnOptions options;
+  options.stdout_fd = out_fd;
+  options.stderr_fd = err_fd;
+  options.own_group = true;  // signals reach a rank (and its children) only through us
+  options.env = {{"GW_RANK", std::to_string(rank)},
+                 {"GW_WORLD_SIZE", std::to_string(n)},
+                 {"GW_ROOT_ADDR", "127.0.0.1"},
+                 {"GW_ROOT_PORT", std::to_string(port)}};
   if (per_node > 0) {  // emulated nodes: the last one may hold fewer ranks
-    setenv("GW_NODE_ID", std::to_string(rank / per_node).c_str(), 1);
-    setenv("GW_LOCAL_RANK", std::to_string(rank % per_node).c_str(), 1);
-    setenv("GW_LOCAL_SIZE", std::to_string(std::min(per_node, n - rank / per_node * per_node)).c_str(), 1);
+    options.env.push_back({"GW_NODE_ID", std::to_string(rank / per_node)});
+    options.env.push_back({"GW_LOCAL_RANK", std::to_string(rank % per_node)});
+    options.env.push_back({"GW_LOCAL_SIZE", std::to_string(std::min(per_node, n - rank / per_node * per_node))});
   } else {
-    setenv("GW_LOCAL_RANK", std::to_string(rank).c_str(), 1);
-    setenv("GW_LOCAL_SIZE", std::to_string(n).c_str(), 1);
+    options.env.push_back({"GW_LOCAL_RANK", std::to_string(rank)});
+    options.env.push_back({"GW_LOCAL_SIZE", std::to_string(n)});
   }
-  setenv("GW_ROOT_ADDR", "127.0.0.1", 1);
-  setenv("GW_ROOT_PORT", std::to_string(port).c_str(), 1);
   if (cluster) {
-    for (const auto& [k, v] : Cluster::environment()) setenv(k.c_str(), v.c_str(), 1);
-    setenv("GW_LINK_RATE", cluster->rate().c_str(), 1);
+    for (const auto& kv : Cluster::environment()) options.env.push_back(kv);
+    options.env.push_back({"GW_LINK_RATE", cluster->rate()});
   }
-  const std::vector<std::string> full = cluster ? cluster->wrap(rank, command) : command;
-  std::vector<char*> argv;
-  for (const auto& a : full) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execvp(argv[0], argv.data());
-  std::fprintf(stderr, "gradwire run: cannot start '%s': %s\n", argv[0], std::strerror(errno));
-  _exit(127);
+  return spawn(cluster ? cluster->wrap(rank, command) : command, options, "gradwire run");
 }
 
 void signal_all(std::vector<Rank>& ranks, int sig) {
@@ -153,7 +113,7 @@ int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bo
               int per_node) {
   if (command.empty()) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: give the program to start: gradwire run -n N -- PROG ARGS");
   if (n < 1) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: -n must be at least 1");
-  const int port = free_port();
+  const int port = free_port("run");
   // Declared before the ranks: destroyed (namespaces removed) after they are all gone, however this ends.
   std::optional<Cluster> cluster = link.empty() ? std::optional<Cluster>() : Cluster::up(n, link, "gradwire run", std::max(1, per_node));
 

@@ -3,6 +3,7 @@
 #include "codec/wire.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "core/tensor.hpp"
 
 namespace gw {
 
@@ -22,14 +23,11 @@ Codec::~Codec() {
 }
 
 void Codec::check_tensor(const gw_tensor& t, const char* what) const {
-  require_struct(&t, t.struct_size, sizeof(gw_tensor), what);
-  if (t.count > 0 && t.data == nullptr) fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->data is NULL");
-  if (uint32_t(t.dtype) >= 32 || !(properties_.dtypes & (1u << uint32_t(t.dtype))))
-    fail(GW_ERR_UNSUPPORTED, "codec '" + name_ + "' does not accept dtype " + gw_dtype_name(t.dtype) + " (" + what + ")");
+  // The struct, memory kind and data pointer were checked where the tensor entered (gw::read_tensor);
+  // here only what this codec accepts.
+  require_dtype(t, what, properties_.dtypes, "codec '" + name_ + "'", "");
   if (t.memory == GW_MEMORY_CUDA && !(properties_.flags & GW_CODEC_CUDA))
     fail(GW_ERR_UNSUPPORTED, "codec '" + name_ + "' has no CUDA implementation; pass host memory (" + what + ")");
-  if (t.memory != GW_MEMORY_HOST && t.memory != GW_MEMORY_CUDA)
-    fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->memory is not a gw_memory_kind");
 }
 
 uint64_t Codec::max_payload_size(gw_dtype dtype, uint64_t count) {

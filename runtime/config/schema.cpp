@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "config/toml.hpp"
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
 
 namespace gw::config {
@@ -88,7 +89,7 @@ void Schema::add_component(gw_component_kind kind, const std::string& name, cons
   for (uint32_t i = 0; i < num_keys; ++i) {
     const gw_config_key& k = keys[i];
     const std::string where = "config key #" + std::to_string(i) + " of " + section.path;
-    if (k.struct_size < sizeof(gw_config_key))
+    if (k.struct_size < abi::first_size<gw_config_key>())
       fail(GW_ERR_PLUGIN, where + ": struct_size " + std::to_string(k.struct_size) +
                               " is too small; initialize it with GW_CONFIG_KEY_INIT");
     if (!valid_identifier(k.name))

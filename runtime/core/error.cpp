@@ -7,13 +7,6 @@ thread_local std::string t_last_error;
 
 void fail(gw_status status, const std::string& message) { throw Error(status, message); }
 
-void require_struct(const void* s, uint32_t struct_size, size_t min_size, const char* what) {
-  if (s == nullptr) fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL");
-  if (struct_size < min_size)
-    fail(GW_ERR_INVALID_ARGUMENT, std::string(what) + "->struct_size is " + std::to_string(struct_size) +
-                                      "; initialize the struct with its *_INIT macro");
-}
-
 const char* status_name(gw_status status) noexcept {
   switch (status) {
     case GW_OK: return "GW_OK";

@@ -28,10 +28,6 @@ T* require(T* p, const char* what) {
   return p;
 }
 
-// Throws GW_ERR_INVALID_ARGUMENT when an extensible struct is NULL or its struct_size is smaller than
-// the first version of the struct (`min_size`).
-void require_struct(const void* s, uint32_t struct_size, size_t min_size, const char* what);
-
 const char* status_name(gw_status status) noexcept;
 void set_last_error(const std::string& message) noexcept;
 void clear_last_error() noexcept;

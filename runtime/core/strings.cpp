@@ -74,4 +74,15 @@ uint64_t fnv1a64(std::string_view data) {
   return h;
 }
 
+std::string rank_list(const std::vector<uint32_t>& ranks, size_t most) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  const size_t shown = std::min(ranks.size(), most);
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) out += i + 1 == ranks.size() ? " and " : ", ";
+    out += std::to_string(ranks[i]);
+  }
+  if (shown < ranks.size()) out += " and " + std::to_string(ranks.size() - shown) + " more";
+  return out;
+}
+
 }  // namespace gw

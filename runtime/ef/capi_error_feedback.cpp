@@ -2,7 +2,9 @@
 #include <gradwire/gradwire.h>
 
 #include "codec/codec.hpp"
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 #include "ef/error_feedback.hpp"
 
 namespace {
@@ -34,12 +36,8 @@ GW_API gw_status gw_error_feedback_encode(gw_error_feedback* ef, uint64_t buffer
   return gw::guard([&] {
     auto& e = get(ef);
     gw::require(size, "size");
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    if (context) {
-      gw::require_struct(context, context->struct_size, sizeof(gw_codec_context), "context");
-      ctx = *context;
-    }
-    *size = e.encode(buffer_id, ctx, *gw::require(in, "in"), payload, capacity);
+    const gw_codec_context ctx = gw::abi::read_or_default(context, "context");
+    *size = e.encode(buffer_id, ctx, gw::read_tensor(in, "in"), payload, capacity);
     return GW_OK;
   });
 }

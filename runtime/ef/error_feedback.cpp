@@ -5,6 +5,7 @@
 
 #include "core/bytes.hpp"
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 
 namespace gw {
 namespace {
@@ -42,13 +43,9 @@ void ef_update_residual(const float* x_plus, const float* decoded, float* residu
 
 uint64_t ErrorFeedback::encode(uint64_t buffer_id, const gw_codec_context& ctx, const gw_tensor& in, void* payload,
                                uint64_t capacity) {
-  require_struct(&in, in.struct_size, sizeof(gw_tensor), "in");
-  if (in.memory != GW_MEMORY_HOST)
-    fail(GW_ERR_UNSUPPORTED, "error feedback keeps residuals in host memory; pass a host tensor (device residuals "
-                             "are not built yet)");
-  if (in.dtype != GW_DTYPE_F32)
-    fail(GW_ERR_UNSUPPORTED, std::string("error feedback accepts f32 tensors, not ") + gw_dtype_name(in.dtype));
-  if (in.count > 0 && in.data == nullptr) fail(GW_ERR_INVALID_ARGUMENT, "in->data is NULL");
+  // `in` was read and checked where it entered (gw::read_tensor).
+  require_host(in, "in", "error feedback (its residuals live in host memory)");
+  require_dtype(in, "in", 1u << GW_DTYPE_F32, "error feedback", "it takes f32 tensors");
   auto [it, fresh] = residuals_.try_emplace(buffer_id);
   std::vector<float>& r = it->second;
   if (fresh) r.assign(in.count, 0.0f);

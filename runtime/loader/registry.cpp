@@ -9,6 +9,7 @@
 #include <set>
 
 #include "config/schema.hpp"
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 
@@ -30,52 +31,51 @@ bool valid_name(const char* s) {
   fail(GW_ERR_PLUGIN, path + ": malformed plugin descriptor: " + what);
 }
 
-template <class Vtable>
-void require_members(const std::string& path, const gw_component& c, size_t min_size,
+void require_members(const std::string& path, const gw_component& c,
                      std::initializer_list<std::pair<const char*, bool>> members) {
-  const auto* vt = static_cast<const Vtable*>(c.vtable);
-  if (vt->struct_size < min_size)
-    malformed(path, std::string("component '") + c.name + "': vtable struct_size " + std::to_string(vt->struct_size) +
-                        " is smaller than the first ABI version's " + std::to_string(min_size));
   for (const auto& [member, present] : members)
     if (!present) malformed(path, std::string("component '") + c.name + "': required vtable member " + member + " is NULL");
 }
 
+// A plugin's struct as this host's version: refused below its first version, widened otherwise (members
+// past the plugin's struct_size read as absent, members the host does not know ignored).
+template <class T>
+T adopt(const std::string& path, const T& s, const std::string& what, const char* init) {
+  if (s.struct_size < abi::first_size<T>())
+    malformed(path, what + ": struct_size " + std::to_string(s.struct_size) + " is below the " +
+                        std::to_string(abi::first_size<T>()) + " bytes of its first version; use " + init);
+  return abi::widen(s);
+}
+
 void check_component(const std::string& path, const gw_component& c) {
-  if (c.struct_size < sizeof(gw_component))
-    malformed(path, "a component's struct_size is " + std::to_string(c.struct_size) + "; use GW_COMPONENT_INIT");
   if (!valid_name(c.name)) malformed(path, "a component name must match [a-z0-9_-]+");
   if (c.vtable == nullptr) malformed(path, std::string("component '") + c.name + "' has no vtable");
   if (c.help == nullptr) malformed(path, std::string("component '") + c.name + "' has no help text");
   switch (c.kind) {
     case GW_COMPONENT_CODEC: {
       const auto* v = static_cast<const gw_codec_vtable*>(c.vtable);
-      require_members<gw_codec_vtable>(path, c, sizeof(gw_codec_vtable),
-                                       {{"create", v->create != nullptr}, {"destroy", v->destroy != nullptr},
-                                        {"properties", v->properties != nullptr},
-                                        {"max_encoded_size", v->max_encoded_size != nullptr},
-                                        {"encode", v->encode != nullptr}, {"decode", v->decode != nullptr}});
+      require_members(path, c,
+                      {{"create", v->create != nullptr}, {"destroy", v->destroy != nullptr},
+                       {"properties", v->properties != nullptr}, {"max_encoded_size", v->max_encoded_size != nullptr},
+                       {"encode", v->encode != nullptr}, {"decode", v->decode != nullptr}});
       break;
     }
     case GW_COMPONENT_SCHEDULE: {
       const auto* v = static_cast<const gw_schedule_vtable*>(c.vtable);
-      require_members<gw_schedule_vtable>(path, c, sizeof(gw_schedule_vtable),
-                                          {{"create", v->create != nullptr}, {"destroy", v->destroy != nullptr},
-                                           {"on_step", v->on_step != nullptr},
-                                           {"step_skipped", v->step_skipped != nullptr},
-                                           {"save_state", v->save_state != nullptr},
-                                           {"load_state", v->load_state != nullptr}});
+      require_members(path, c,
+                      {{"create", v->create != nullptr}, {"destroy", v->destroy != nullptr},
+                       {"on_step", v->on_step != nullptr}, {"step_skipped", v->step_skipped != nullptr},
+                       {"save_state", v->save_state != nullptr}, {"load_state", v->load_state != nullptr}});
       break;
     }
     case GW_COMPONENT_TRANSPORT: {
       const auto* v = static_cast<const gw_transport_vtable*>(c.vtable);
-      require_members<gw_transport_vtable>(
-          path, c, sizeof(gw_transport_vtable),
-          {{"create", v->create != nullptr}, {"destroy", v->destroy != nullptr},
-           {"local_address", v->local_address != nullptr}, {"connect", v->connect != nullptr},
-           {"send_start", v->send_start != nullptr}, {"recv_start", v->recv_start != nullptr},
-           {"test", v->test != nullptr}, {"request_free", v->request_free != nullptr},
-           {"progress", v->progress != nullptr}, {"abort", v->abort != nullptr}});
+      require_members(path, c,
+                      {{"create", v->create != nullptr}, {"destroy", v->destroy != nullptr},
+                       {"local_address", v->local_address != nullptr}, {"connect", v->connect != nullptr},
+                       {"send_start", v->send_start != nullptr}, {"recv_start", v->recv_start != nullptr},
+                       {"test", v->test != nullptr}, {"request_free", v->request_free != nullptr},
+                       {"progress", v->progress != nullptr}, {"abort", v->abort != nullptr}});
       break;
     }
     default:
@@ -95,8 +95,10 @@ void check_descriptor(const std::string& path, const gw_plugin_descriptor* d) {
     fail(GW_ERR_PLUGIN, path + ": gw_plugin_entry returned NULL: the plugin refused this host (ABI " +
                             std::to_string(GW_ABI_VERSION_MAJOR) + "." + std::to_string(GW_ABI_VERSION_MINOR) +
                             ") or could not initialize; see its log output");
-  if (d->struct_size < sizeof(gw_plugin_descriptor))
-    malformed(path, "struct_size is " + std::to_string(d->struct_size) + "; use GW_PLUGIN_DESCRIPTOR_INIT");
+  if (d->struct_size < abi::first_size<gw_plugin_descriptor>())
+    malformed(path, "struct_size is " + std::to_string(d->struct_size) + ", below the " +
+                        std::to_string(abi::first_size<gw_plugin_descriptor>()) +
+                        " bytes of its first version; use GW_PLUGIN_DESCRIPTOR_INIT");
   if (d->abi_major != GW_ABI_VERSION_MAJOR)
     fail(GW_ERR_VERSION, path + ": built against gradwire ABI " + std::to_string(d->abi_major) + "." +
                              std::to_string(d->abi_minor) + ", but this gradwire implements ABI " +
@@ -106,7 +108,6 @@ void check_descriptor(const std::string& path, const gw_plugin_descriptor* d) {
   if (d->version == nullptr || *d->version == '\0') malformed(path, "version is empty");
   if (d->num_components > 0 && d->components == nullptr)
     malformed(path, std::to_string(d->num_components) + " components declared but components is NULL");
-  for (uint32_t i = 0; i < d->num_components; ++i) check_component(path, d->components[i]);
 }
 
 }  // namespace
@@ -122,17 +123,69 @@ Plugin::Plugin(const std::string& path, std::shared_ptr<const Logger> logger)
     fail(GW_ERR_PLUGIN, path + ": is a shared library but does not export " GW_PLUGIN_ENTRY_NAME
                                "; it is not a gradwire plugin (see docs/plugin-guide.md)");
   auto& entry = library_.get<const gw_plugin_descriptor*(uint32_t, uint32_t)>(GW_PLUGIN_ENTRY_NAME);
-  descriptor_ = entry(GW_ABI_VERSION_MAJOR, GW_ABI_VERSION_MINOR);
-  check_descriptor(path, descriptor_);
-  if (descriptor_->init != nullptr) {
+  const gw_plugin_descriptor* d = entry(GW_ABI_VERSION_MAJOR, GW_ABI_VERSION_MINOR);
+  check_descriptor(path, d);
+  adopt_descriptor(*d);
+  for (const auto& c : components_) check_component(path, c);
+  if (descriptor_.init != nullptr) {
     clear_plugin_error();
-    check_plugin(descriptor_->init(host_->host(), &state_), path + ": init failed");
+    check_plugin(descriptor_.init(host_->host(), &state_), path + ": init failed");
   }
   initialized_ = true;
 }
 
+void Plugin::adopt_descriptor(const gw_plugin_descriptor& d) {
+  descriptor_ = abi::widen(d);
+  components_.reserve(d.num_components);
+  key_tables_.reserve(d.num_components);
+  // The plugin's arrays are strided by its own struct sizes (the first element's struct_size).
+  const uint32_t stride = d.num_components > 0 ? d.components[0].struct_size : 0;
+  for (uint32_t i = 0; i < d.num_components; ++i) {
+    const gw_component& raw = abi::element(d.components, stride, i);
+    const std::string what = "component #" + std::to_string(i);
+    if (raw.struct_size != stride)
+      malformed(path_, what + ": struct_size " + std::to_string(raw.struct_size) + " differs from the first "
+                           "component's " + std::to_string(stride) + "; initialize every one with GW_COMPONENT_INIT");
+    gw_component c = adopt(path_, raw, what, "GW_COMPONENT_INIT");
+    if (c.num_config_keys > 0 && c.config_keys != nullptr) {
+      std::vector<gw_config_key> keys;
+      const uint32_t key_stride = c.config_keys[0].struct_size;
+      for (uint32_t k = 0; k < c.num_config_keys; ++k) {
+        const gw_config_key& key = abi::element(c.config_keys, key_stride, k);
+        const std::string key_what = what + ", config key #" + std::to_string(k);
+        if (key.struct_size != key_stride)
+          malformed(path_, key_what + ": struct_size " + std::to_string(key.struct_size) + " differs from the first "
+                                      "key's " + std::to_string(key_stride) + "; initialize every one with GW_CONFIG_KEY_INIT");
+        keys.push_back(adopt(path_, key, key_what, "GW_CONFIG_KEY_INIT"));
+      }
+      key_tables_.push_back(std::move(keys));
+      c.config_keys = key_tables_.back().data();
+    }
+    if (c.vtable != nullptr) {
+      const std::string vt = what + "'s vtable";
+      switch (c.kind) {
+        case GW_COMPONENT_CODEC:
+          c.vtable = &codec_vtables_.emplace_back(adopt(path_, *static_cast<const gw_codec_vtable*>(c.vtable), vt,
+                                                        "sizeof(gw_codec_vtable)"));
+          break;
+        case GW_COMPONENT_SCHEDULE:
+          c.vtable = &schedule_vtables_.emplace_back(adopt(
+              path_, *static_cast<const gw_schedule_vtable*>(c.vtable), vt, "sizeof(gw_schedule_vtable)"));
+          break;
+        case GW_COMPONENT_TRANSPORT:
+          c.vtable = &transport_vtables_.emplace_back(adopt(
+              path_, *static_cast<const gw_transport_vtable*>(c.vtable), vt, "sizeof(gw_transport_vtable)"));
+          break;
+        default: break;  // check_component names the unknown kind
+      }
+    }
+    components_.push_back(c);
+  }
+  descriptor_.components = components_.data();
+}
+
 Plugin::~Plugin() {
-  if (initialized_ && descriptor_->fini != nullptr) descriptor_->fini(state_);
+  if (initialized_ && descriptor_.fini != nullptr) descriptor_.fini(state_);
 }
 
 Registry::Registry(const std::vector<std::string>& first, std::shared_ptr<const Logger> logger)

@@ -10,6 +10,7 @@
 #include <gradwire/plugin.h>
 
 #include <boost/dll/shared_library.hpp>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,7 +30,9 @@ class Plugin {
   Plugin(const Plugin&) = delete;
   Plugin& operator=(const Plugin&) = delete;
 
-  const gw_plugin_descriptor& descriptor() const { return *descriptor_; }
+  // The descriptor, its components, key tables and vtables as this host's versions of the structs
+  // (whatever header the plugin was built with): read them with the host's layouts and indexing.
+  const gw_plugin_descriptor& descriptor() const { return descriptor_; }
   void* state() const { return state_; }
   const gw_host* host() const { return host_->host(); }
   const std::string& path() const { return path_; }
@@ -38,7 +41,13 @@ class Plugin {
   std::string path_;
   boost::dll::shared_library library_;
   std::unique_ptr<HostServices> host_;
-  const gw_plugin_descriptor* descriptor_ = nullptr;
+  void adopt_descriptor(const gw_plugin_descriptor& d);
+  gw_plugin_descriptor descriptor_{};
+  std::vector<gw_component> components_;
+  std::vector<std::vector<gw_config_key>> key_tables_;
+  std::deque<gw_codec_vtable> codec_vtables_;  // deques: the components point into them
+  std::deque<gw_schedule_vtable> schedule_vtables_;
+  std::deque<gw_transport_vtable> transport_vtables_;
   void* state_ = nullptr;
   bool initialized_ = false;
 };

@@ -4,22 +4,15 @@
 
 #include <cstring>
 
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 #include "core/runtime.hpp"
 #include "sync/synchronizer.hpp"
 
 namespace {
 
 using gw::sync::Synchronizer;
-
-// Fills an extensible output struct: the caller's struct_size is checked and kept.
-template <class T>
-void copy_out(T* out, const T& value, const char* what) {
-  gw::require_struct(out, out ? out->struct_size : 0, sizeof(T), what);
-  const uint32_t size = out->struct_size;
-  *out = value;
-  out->struct_size = size;
-}
 
 // Runs body(impl) under the synchronizer's lock.
 template <class F>
@@ -43,7 +36,8 @@ GW_API gw_status gw_sync_create(gw_comm* comm, const gw_sync_options* options, g
     gw::require(sync, "sync (output)");
     *sync = nullptr;
     gw::require(comm, "comm");
-    gw::require_struct(options, options ? options->struct_size : 0, sizeof(gw_sync_options), "options");
+    const gw_sync_options o = gw::abi::read(options, "options");
+    options = &o;
     if (options->runtime == nullptr)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "options->runtime is NULL; the synchronizer reads its codec, schedule, "
                                         "buckets and rules from the runtime's configuration");
@@ -67,9 +61,11 @@ GW_API gw_status gw_sync_register(gw_sync* sync, const char* name, const gw_tens
                                   const gw_tensor* parameter) {
   return locked(sync, [&](Synchronizer& s) {
     gw::require(name, "name");
-    gw::require_struct(gradient, gradient ? gradient->struct_size : 0, sizeof(gw_tensor), "gradient");
-    if (parameter) gw::require_struct(parameter, parameter->struct_size, sizeof(gw_tensor), "parameter");
-    s.register_tensor(name, *gradient, parameter);
+    const std::string tensor = std::string("tensor '") + name + "': the ";
+    const gw_tensor g = gw::read_tensor(gradient, tensor + "gradient");
+    gw_tensor p{};
+    if (parameter) p = gw::read_tensor(parameter, tensor + "parameter");
+    s.register_tensor(name, g, parameter ? &p : nullptr);
     return GW_OK;
   });
 }
@@ -91,7 +87,7 @@ GW_API gw_status gw_sync_bucket_count(gw_sync* sync, uint32_t* count) {
 
 GW_API gw_status gw_sync_get_bucket_info(gw_sync* sync, uint32_t bucket, gw_sync_bucket_info* info) {
   return locked(sync, [&](Synchronizer& s) {
-    copy_out(info, s.bucket_info(bucket), "info");
+    gw::abi::write(info, s.bucket_info(bucket), "info");
     return GW_OK;
   });
 }
@@ -151,7 +147,7 @@ GW_API gw_status gw_sync_load_state(gw_sync* sync, const void* buf, uint64_t siz
 
 GW_API gw_status gw_sync_get_stats(gw_sync* sync, uint32_t bucket, gw_sync_stats* stats) {
   return locked(sync, [&](Synchronizer& s) {
-    copy_out(stats, s.stats(bucket), "stats");
+    gw::abi::write(stats, s.stats(bucket), "stats");
     return GW_OK;
   });
 }

@@ -6,9 +6,10 @@
 
 #include "codec/staging.hpp"
 #include "collectives/algorithms.hpp"
-#include "comm/compressed_start.hpp"
+#include "comm/allreduce_start.hpp"
 #include "core/error.hpp"
 #include "sync/auto_codec.hpp"
+#include "core/tensor.hpp"
 
 namespace gw::sync {
 
@@ -137,6 +138,7 @@ void Synchronizer::register_tensor(const std::string& name, const gw_tensor& gra
   if (name.empty()) fail(GW_ERR_INVALID_ARGUMENT, "the tensor name is empty; give every tensor a unique name");
   for (const TensorEntry& t : tensors_)
     if (t.name == name) fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "' is registered twice; names must be unique");
+  // The tensors were read and checked where they entered (gw::read_tensor); here what the synchronizer takes.
   auto check = [&](const gw_tensor& t, const char* what) {
     // Host or CUDA memory, f32, f16 or bf16: the buckets stage them through f32 (codec/staging.hpp).
     if (t.memory != GW_MEMORY_HOST && t.memory != GW_MEMORY_CUDA)
@@ -360,7 +362,7 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
     a.stats = &e->stats;
     e->request = comm::start_allreduce_compressed(comm_, a, seq);
   } else {
-    e->request = start_dense_average(comm_, x, b.count, &e->stats, seq);
+    e->request = comm::start_allreduce_dense(comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, seq, &e->stats);
   }
   ++b.exchanges;
   return e;

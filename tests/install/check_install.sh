@@ -6,7 +6,7 @@ rm -rf "$work" && mkdir -p "$work"
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 
-# The installed layout the brief promises.
+# The installed layout docs/ and README.md describe.
 for f in include/gradwire/gradwire.h include/gradwire/plugin.h include/gradwire/types.h bin/gradwire \
          lib/gradwire/plugins/libgw-none.so lib/cmake/gradwire/gradwireConfig.cmake \
          lib/cmake/gradwire/gradwireConfigVersion.cmake lib/pkgconfig/gradwire.pc; do

@@ -1,11 +1,8 @@
 #include "bench/bench_ranks.hpp"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -33,24 +30,6 @@ gw_tensor bytes_tensor(void* data, uint64_t bytes) {
   t.data = data;
   t.count = bytes;
   return t;
-}
-
-int free_port_below_ephemeral() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("bench: socket failed");
-  for (int i = 0; i < 12000; ++i) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    const int port = 20000 + (int(getpid()) * 7 + i) % 12000;
-    a.sin_port = htons(uint16_t(port));
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-      close(fd);
-      return port;
-    }
-  }
-  close(fd);
-  throw std::runtime_error("bench: no free port between 20000 and 32000");
 }
 
 nlohmann::json run_rank(const RankSetup& setup, const RankBody& body) {
@@ -104,7 +83,7 @@ namespace {
 }  // namespace
 
 nlohmann::json run_forked_ranks(int n, const Env& env, const RankSetup& setup, const RankBody& body) {
-  const int port = free_port_below_ephemeral();
+  const int port = free_port("bench");
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("bench: pipe failed");
   std::fflush(stdout);
@@ -129,64 +108,35 @@ nlohmann::json run_forked_ranks(int n, const Env& env, const RankSetup& setup, c
   }
   close(fds[0]);
   bool failed = false;
-  for (pid_t pid : pids) {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    failed = failed || !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  for (pid_t pid : pids) failed = wait_exit(pid) != 0 || failed;
   if (failed || text.empty()) throw std::runtime_error("bench: a rank failed (its message is above)");
   return nlohmann::json::parse(text);
 }
 
 int run_captured(const std::vector<std::string>& argv, const Env& env, std::string* out) {
+  SpawnOptions options;
+  options.env = env;
+  if (!out) {
+    options.stdout_fd = STDERR_FILENO;
+    return run_and_wait(argv, options, "bench");
+  }
   int fds[2] = {-1, -1};
-  if (out && pipe(fds) != 0) throw std::runtime_error("bench: pipe failed");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("bench: fork failed");
-  if (pid == 0) {
-    if (out) {
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-    } else {
-      dup2(STDERR_FILENO, STDOUT_FILENO);
-    }
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "bench: cannot start %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("bench: pipe failed");
+  options.stdout_fd = fds[1];
+  const pid_t pid = spawn(argv, options, "bench");
+  close(fds[1]);
+  char buf[4096];
+  for (ssize_t got; (got = read(fds[0], buf, sizeof(buf))) != 0;) {
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) break;
+    out->append(buf, size_t(got));
   }
-  if (out) {
-    close(fds[1]);
-    char buf[4096];
-    for (ssize_t got; (got = read(fds[0], buf, sizeof(buf))) != 0;) {
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) break;
-      out->append(buf, size_t(got));
-    }
-    close(fds[0]);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-std::string self_path() {
-  std::error_code ec;
-  const std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("bench: cannot find my own executable: " + ec.message());
-  return p.string();
+  close(fds[0]);
+  return wait_exit(pid);
 }
 
 std::string mpi_peer_path(const std::string& suite) {
-  const std::filesystem::path peer = std::filesystem::path(self_path()).parent_path() / "gradwire-mpi-allreduce";
+  const std::filesystem::path peer = std::filesystem::path(self_path(suite)).parent_path() / "gradwire-mpi-allreduce";
   if (!std::filesystem::exists(peer))
     throw std::runtime_error(suite + ": the MPI peer " + peer.string() +
                              " was not built (Open MPI missing at configure time: Debian openmpi-bin libopenmpi-dev)");

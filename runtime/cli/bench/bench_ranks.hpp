@@ -12,9 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "process.hpp"
+
 namespace gwcli::bench {
 
-using Env = std::vector<std::pair<std::string, std::string>>;
+using Env = gwcli::Env;
 
 // How a rank makes its runtime and communicator.
 struct RankSetup {
@@ -35,15 +37,9 @@ nlohmann::json run_rank(const RankSetup& setup, const RankBody& body);
 // std::runtime_error when a rank fails.
 nlohmann::json run_forked_ranks(int n, const Env& env, const RankSetup& setup, const RankBody& body);
 
-// A free TCP port below the ephemeral range.
-int free_port_below_ephemeral();
-
 // Runs argv (environment `env` added) and returns its exit status. Its stdout is captured into *out;
 // with out NULL it goes to this process's stderr (so a suite's --json output stays clean).
 int run_captured(const std::vector<std::string>& argv, const Env& env, std::string* out);
-
-// The path of this executable.
-std::string self_path();
 
 // The MPI peer (peers/mpi_allreduce.c, gradwire-mpi-allreduce) next to this executable; throws,
 // naming `suite`, when it was not built.

@@ -12,6 +12,7 @@
 // peer / ours (target >= 0.83). MB/s are 2^20 bytes, as ucx_perftest prints them.
 #include <gradwire/gradwire.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -112,15 +113,12 @@ json measure_ours(const std::string& tls, const std::vector<uint64_t>& sizes, in
 
 // One ucx_perftest client/server pair; returns the last CSV line's fields.
 std::vector<double> perftest(const std::string& tls, const char* test, uint64_t size, uint64_t iters) {
-  const std::string port = std::to_string(free_port_below_ephemeral());
-  const pid_t server = fork();
-  if (server < 0) throw std::runtime_error("P3: fork failed");
-  if (server == 0) {
-    setenv("UCX_TLS", tls.c_str(), 1);
-    if (!std::freopen("/dev/null", "w", stdout)) _exit(127);
-    execlp("ucx_perftest", "ucx_perftest", "-p", port.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const std::string port = std::to_string(free_port("P3"));
+  SpawnOptions quiet;
+  quiet.env = {{"UCX_TLS", tls}};
+  quiet.stdout_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const pid_t server = spawn({"ucx_perftest", "-p", port}, quiet, "P3");
+  if (quiet.stdout_fd >= 0) close(quiet.stdout_fd);
   std::string out;
   int status = 1;
   for (int attempt = 0; attempt < 20 && status != 0; ++attempt) {  // until the server listens
@@ -131,7 +129,7 @@ std::vector<double> perftest(const std::string& tls, const char* test, uint64_t 
                           {{"UCX_TLS", tls}}, &out);
   }
   kill(server, SIGTERM);
-  waitpid(server, nullptr, 0);
+  wait_exit(server);
   if (status != 0)
     throw std::runtime_error("P3: ucx_perftest " + std::string(test) + " failed (is ucx-utils installed?): " + out);
   std::istringstream lines(out);

@@ -9,7 +9,7 @@
 //         repetitions, each from a barrier to completion, as the slowest rank's time; rank 0 writes them.
 //   peer: the cluster built again, and `mpirun` starting gradwire-mpi-allreduce (bench/peers) once per rank
 //         through `ip netns exec`, restricted to TCP on the veths (btl tcp,self, btl_tcp_if_include
-//         198.18.0.0/15) — the brief's recipe.
+//         198.18.0.0/15), as docs/benchmarks.md describes.
 // ratio = best peer's median / ours median (targets at 1 Gbit/s: int8 >= 3.5, onebit >= 20, topk 1 % >= 25;
 // set when the peer was MPI alone). ideal: the bytes each rank must send with the codec's algorithm at the
 // rate one plain TCP transfer between two ranks reached in the same run; of_ideal = ideal / ours. With
@@ -112,7 +112,7 @@ void run_worker(const Options& o, const std::string& out_path) {
 // ---- the driver -------------------------------------------------------------------------------------------
 
 json run_ours(const Options& o, const std::string& rate, const fs::path& out) {
-  const std::string self = self_path();
+  const std::string self = self_path("P5");
   std::vector<std::string> argv{self, "run", "-n", std::to_string(ranks_of(o)), "--link", rate, "--", self, "bench",
                                 "--suite", "P5", "--json", "--repetitions", std::to_string(o.repetitions)};
   if (o.quick) argv.push_back("--quick");

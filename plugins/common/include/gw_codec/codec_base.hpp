@@ -178,9 +178,12 @@ class CodecBase {
                                    "; use f32, f16 or bf16");
   }
 
-  // Refuses a dtype the codec does not accept and a buffer that cannot be read.
+  // Refuses a dtype the codec does not accept and a buffer that cannot be read. The plugin side's own
+  // tensor check: a plugin links nothing of the runtime (runtime/core/tensor.hpp checks what
+  // applications pass), so the two stay apart at the ABI boundary. A host built with another header may
+  // pass a tensor of another struct_size: anything from the first version on is accepted.
   void check_tensor(const gw_tensor& t, uint32_t dtypes, const char* role) const {
-    if (t.struct_size < sizeof(gw_tensor))
+    if (t.struct_size < offsetof(gw_tensor, stream) + sizeof t.stream)
       fail(GW_ERR_INVALID_ARGUMENT, std::string(name_) + ": " + role +
                                         " tensor has struct_size too small; fill it with GW_TENSOR_INIT");
     if (t.dtype < 0 || t.dtype > 31 || !(dtypes & (1u << t.dtype)))

@@ -1,6 +1,17 @@
-#include "comm/compressed_start.hpp"
+#include "comm/allreduce_start.hpp"
 
 #include "collectives/two_level.hpp"
+namespace gw::comm {
+namespace {
+
+Task booked_dense(Collective& c, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op, uint64_t threshold,
+                  coll::CompressedStats* stats) {
+  co_await coll::allreduce_dense(c, buf, count, dtype, op, threshold);
+  stats->raw_bytes += uint64_t(gw_dtype_size(dtype)) * count;
+  stats->wire_bytes += c.bytes_sent();
+}
+
+}  // namespace
 
 namespace gw::comm {
 namespace {
@@ -28,10 +39,13 @@ gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs 
 }
 
 gw_request* start_allreduce_dense(Communicator& comm, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,
-                                  std::optional<uint32_t> seq) {
+                                  std::optional<uint32_t> seq, coll::CompressedStats* stats) {
   const Signature s{CollectiveKind::Allreduce, op, dtype, count, 0, 0};
   const uint64_t threshold = comm.settings().ring_threshold_bytes;
-  const auto algorithm = [=](Collective& c) { return coll::allreduce_dense(c, buf, count, dtype, op, threshold); };
+  const auto algorithm = [=](Collective& c) {
+    return stats ? booked_dense(c, buf, count, dtype, op, threshold, stats)
+                 : coll::allreduce_dense(c, buf, count, dtype, op, threshold);
+  };
   return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
 }
 

@@ -1,4 +1,5 @@
-// Starting a compressed allreduce on a communicator: the C ABI and the synchronizer share this.
+// Starting an allreduce on a communicator, dense or compressed: the one place the C ABI (gw_allreduce,
+// gw_allreduce_compressed) and the synchronizer (its buckets, exempt buckets and parameters) start them.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,10 @@ gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs 
                                        std::optional<uint32_t> seq = std::nullopt,
                                        std::function<void()> finish = {});
 
-// Starts the dense allreduce of gw_allreduce (in place).
+// Starts the dense allreduce of `count` elements at buf (in place), ring or recursive doubling by the
+// communicator's threshold. With `stats`, the bytes are booked there when it completes (raw: the
+// elements' bytes, wire: what this rank sent), as the compressed allreduce books its own.
 gw_request* start_allreduce_dense(Communicator& comm, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,
-                                  std::optional<uint32_t> seq = std::nullopt);
+                                  std::optional<uint32_t> seq = std::nullopt, coll::CompressedStats* stats = nullptr);
 
 }  // namespace gw::comm
