@@ -17,6 +17,7 @@
 #include "bootstrap/rendezvous.hpp"
 #include "core/bytes.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace gw::bootstrap {
 namespace {
@@ -185,13 +186,6 @@ std::unique_ptr<StreamOp> start_recv(Endpoint& e, void* data, size_t bytes) {
   return op;
 }
 
-std::string rank_list(const std::vector<uint32_t>& ranks) {
-  std::string s;
-  const size_t shown = std::min<size_t>(ranks.size(), 32);
-  for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > shown) s += " and " + std::to_string(ranks.size() - shown) + " more";
-  return s;
-}
 
 // ---- the root -----------------------------------------------------------------------------------
 
@@ -312,7 +306,7 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
       for (uint32_t r = 0; r < launch.world_size; ++r)
         if (!arrived[r]) absent.push_back(r);
       error_status = GW_ERR_TIMEOUT;
-      error = std::string(absent.size() == 1 ? "rank " : "ranks ") + rank_list(absent) +
+      error = gw::rank_list(absent, 32) +
               " did not arrive at the rendezvous (root " + where(launch) + ") within " + std::to_string(int(timeout_s)) +
               " s (" + timeout_source + "); " + std::to_string(launch.world_size - absent.size()) + " of " +
               std::to_string(launch.world_size) + " ranks arrived. Did those ranks start, and with the same root?";

@@ -8,6 +8,7 @@
 
 #include "core/bytes.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace gw::comm {
 namespace {
@@ -74,18 +75,6 @@ bool decode_signature(const unsigned char* p, uint64_t size, Signature* s) {
 }
 
 namespace {
-
-// "rank 3", "ranks 1, 2 and 5" (at most 16 named).
-std::string rank_list(const std::vector<uint32_t>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  const size_t shown = std::min<size_t>(ranks.size(), 16);
-  for (size_t i = 0; i < shown; ++i) {
-    if (i > 0) out += i + 1 == ranks.size() ? " and " : ", ";
-    out += std::to_string(ranks[i]);
-  }
-  if (shown < ranks.size()) out += " and " + std::to_string(ranks.size() - shown) + " more";
-  return out;
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -394,10 +383,10 @@ std::string Communicator::stuck_report(const Collective& c) const {
     if (!found) silent.push_back(peer);
   }
   std::string text = ". After the timeout the ranks exchanged stuck notices";
-  if (!same.empty()) text += "; " + rank_list(same) + (same.size() == 1 ? " is" : " are") + " stuck in this collective too, with the same call";
+  if (!same.empty()) text += "; " + gw::rank_list(same) + (same.size() == 1 ? " is" : " are") + " stuck in this collective too, with the same call";
   text += elsewhere;
   if (!silent.empty())
-    text += "; no stuck notice from " + rank_list(silent) + " within " +
+    text += "; no stuck notice from " + gw::rank_list(silent) + " within " +
             std::to_string(int(std::min(c.timeout_s(), kStuckGraceSeconds) + 0.5)) +
             " s (busy outside gradwire, not yet in this collective, or gone)";
   return text;
@@ -416,16 +405,19 @@ void Communicator::fail_all(gw_status status, const std::string& message, bool n
       }
     }
   }
-  const std::vector<gw_request*> active(active_.begin(), active_.end());
-  for (gw_request* r : active)
-    if (!r->collective || r->collective->seq() >= from_seq) complete(r, status, message);
   // The application usually exits on this error: deliver the notices first (each live peer acknowledges
-  // its own), or their exit could reach the other ranks before the reason does.
+  // its own), or their exit could reach the other ranks before the reason does. The failed collectives
+  // are still alive meanwhile: a peer that already took one of their messages finishes moving it while
+  // the buffers are valid, and a peer that acknowledged has failed too and will take no more.
   if (notify && !flushing_) {
     flushing_ = true;
     flush_notices(kNoticeFlushSeconds);
     flushing_ = false;
   }
+  const std::vector<gw_request*> active(active_.begin(), active_.end());
+  for (gw_request* r : active)
+    if (r->status == GW_IN_PROGRESS && (!r->collective || r->collective->seq() >= from_seq))
+      complete(r, status, message);
 }
 
 bool Communicator::progress() {

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace gw::bytes {
 
@@ -41,11 +43,9 @@ inline void get_f32s(const unsigned char* p, float* v, uint64_t count) {
   }
 }
 
-// FNV-1a 64, the checksum of the state blobs.
+// FNV-1a 64 (core/strings.hpp), the checksum of the state blobs.
 inline uint64_t fnv1a64(const unsigned char* p, uint64_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
+  return gw::fnv1a64(std::string_view(reinterpret_cast<const char*>(p), n));
 }
 
 // Appends little-endian fields to a byte vector.

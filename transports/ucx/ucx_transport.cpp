@@ -213,9 +213,12 @@ void on_recv_done(void* ucx, ucs_status_t status, const ucp_tag_recv_info_t* inf
   ucp_request_free(ucx);
 }
 
-// Receives and discards every message that arrived and that no receive matched (a collective that failed
-// on a mismatch leaves some): a sender's rendezvous send completes only once its receiver takes it, and a
-// request that never completes is never returned to UCX. Bounded by `deadline`.
+// Receives and discards the small messages that arrived and that no receive matched (a collective that
+// failed on a mismatch leaves some; UCX would warn about each). Larger ones are left alone: taking a
+// rendezvous message makes its sender read the buffer it named, which the sender's application may have
+// released after the failure. Bounded by `deadline`.
+constexpr size_t kDrainMaxBytes = 4096;
+
 void drain_unexpected(ucp_worker_h worker, std::chrono::steady_clock::time_point deadline) {
   struct Drained {
     std::vector<char> buffer;
@@ -226,7 +229,9 @@ void drain_unexpected(ucp_worker_h worker, std::chrono::steady_clock::time_point
     while (ucp_worker_progress(worker) != 0) {
     }
     ucp_tag_recv_info_t info{};
-    const ucp_tag_message_h message = ucp_tag_probe_nb(worker, 0, 0, 1, &info);
+    ucp_tag_message_h message = ucp_tag_probe_nb(worker, 0, 0, 0, &info);
+    if (message != nullptr && info.length > kDrainMaxBytes) message = nullptr;  // the oldest is large: leave it
+    if (message != nullptr) message = ucp_tag_probe_nb(worker, 0, 0, 1, &info);  // take it out of the queue
     if (message != nullptr) {
       Drained d;
       d.buffer.resize(std::max<size_t>(info.length, 1));
@@ -263,9 +268,10 @@ void Transport::release_completed_orphans() {
 
 Transport::~Transport() {
   if (worker != nullptr) {
+    // Unfinished sends get at most a second (or close_timeout_s, when shorter) to be taken.
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(close_timeout_s));
+                              std::chrono::duration<double>(std::min(close_timeout_s, 1.0)));
     // Messages no receive matched are taken and dropped (their senders' rendezvous complete), and this
     // rank's own unfinished sends get until close_timeout_s for their receivers to do the same.
     drain_unexpected(worker, deadline);
