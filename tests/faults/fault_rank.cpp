@@ -7,7 +7,8 @@
 //   abort  gw_comm_abort while the main thread waits in the call.
 // Workloads: allreduce (64 MiB f32, in place, avg), compressed (gw_allreduce_compressed of 16 MiB f32
 // with FAULT_CODEC, default int8), sync-async (gw_sync_step with the async schedule, int8 with error
-// feedback, two 8 MiB tensors). TAG is only there so the driver can find leftover processes.
+// feedback, two 8 MiB tensors). FAULT_LINGER_S (default 0): seconds the victim waits after its error
+// before destroying its communicator and exiting. TAG is only there so the driver can find leftover processes.
 //
 // What it prints (the driver, faults_test.cpp, parses it):
 //   "FAULT <fault> pid <pid> at <wall seconds>"            the victim, just before the fault
@@ -130,6 +131,9 @@ int main(int argc, char** argv) {
     std::printf("EXPECTED-ERROR %s at %.6f iteration %d: %s\n", gw_status_string(st), when, k, gw_last_error());
     std::fflush(stdout);
     if (injector.joinable()) injector.join();
+    // FAULT_LINGER_S: the victim stays alive this long before it destroys anything (an application that
+    // handles the error and goes on), so the others cannot learn of it from its exit.
+    if (g_rank == victim) usleep(useconds_t(std::atof(env_or("FAULT_LINGER_S", "0").c_str()) * 1e6));
     const gw_status destroyed = w->destroy();
     delete w;
     check(destroyed, "destroying the workload after the error");
