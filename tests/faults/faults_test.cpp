@@ -204,7 +204,8 @@ struct Scenario {
   std::string tls;
   std::string env = "";  // more variables for the ranks
   std::string name() const {
-    return fault + " rank " + std::to_string(victim) + " of " + std::to_string(ranks) + " in " + workload + " over " + tls;
+    return fault + " rank " + std::to_string(victim) + " of " + std::to_string(ranks) + " in " + workload + " over " + tls +
+           (env.empty() ? "" : " (" + env + ")");
   }
 };
 
