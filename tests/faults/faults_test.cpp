@@ -188,12 +188,19 @@ std::vector<int> processes_with(const std::string& tag) {
   return found;
 }
 
+// The rank programs: this build's, or FAULTS_RANK_PROGRAM / FAULTS_SOAK_PROGRAM (the same programs of
+// a sanitizer build, run under this build's launcher: docs/faults.md).
+std::string program(const char* variable, const char* built) {
+  const char* v = std::getenv(variable);
+  return v && *v ? v : built;
+}
+
 std::string launch(const std::string& tls, int n, const std::string& flags, const std::string& args,
                    const std::string& env) {
   char timeout[32];
   std::snprintf(timeout, sizeof(timeout), "%g", kTimeoutS);
   return std::string("env UCX_TLS=") + tls + " FAULT_TIMEOUT_S=" + timeout + " " + env + " " + GW_CLI + " run -n " +
-         std::to_string(n) + " " + flags + " -- " + FAULT_RANK + " " + args;
+         std::to_string(n) + " " + flags + " -- " + program("FAULTS_RANK_PROGRAM", FAULT_RANK) + " " + args;
 }
 
 struct Scenario {
@@ -395,7 +402,7 @@ TEST(Soak, RandomCollectivesOnFourRanksMatchTheSerialReference) {
   const char* seed = std::getenv("FAULTS_SOAK_SEED");
   const char* tls = std::getenv("FAULTS_SOAK_TLS");
   const std::string command = std::string("env UCX_TLS=") + (tls ? tls : "shm") + " FAULT_TIMEOUT_S=120 " + GW_CLI +
-                              " run -n 4 -- " + SOAK_RANK + " " + (seed ? seed : "1") + " " + (count ? count : "200");
+                              " run -n 4 -- " + program("FAULTS_SOAK_PROGRAM", SOAK_RANK) + " " + (seed ? seed : "1") + " " + (count ? count : "200");
   const Job job = run_job(command, 3600, [](const std::string&) { return Action{}; });
   EXPECT_FALSE(job.timed_out) << job.output;
   EXPECT_EQ(job.code, 0) << job.output;
