@@ -100,7 +100,9 @@ uint64_t ErrorFeedback::save(void* buf, uint64_t capacity) const {
   for (const auto& [id, r] : residuals_) {
     put(p, id, 8);
     put(p, r.size(), 8);
-    std::memcpy(p, r.data(), 4 * r.size());  // little-endian hosts (the wire format's rule)
+    // Little-endian hosts (the wire format's rule). An empty residual has no data pointer, and memcpy's
+    // arguments must not be null even for 0 bytes.
+    if (!r.empty()) std::memcpy(p, r.data(), 4 * r.size());
     p += 4 * r.size();
   }
   put(p, fnv1a64(start, uint64_t(p - start)), 8);
@@ -132,7 +134,7 @@ void ErrorFeedback::load(const void* buf, uint64_t size) {
     const uint64_t id = get(p, 8), count = get(p, 8);
     if (count > uint64_t(end - p) / 4) bad_blob("buffer " + std::to_string(id) + " announces more data than the blob has");
     std::vector<float> r(count);
-    std::memcpy(r.data(), p, 4 * count);
+    if (count > 0) std::memcpy(r.data(), p, 4 * count);  // a buffer of 0 elements has no data pointer
     p += 4 * count;
     if (!loaded.emplace(id, std::move(r)).second) bad_blob("buffer " + std::to_string(id) + " appears twice");
   }

@@ -81,7 +81,7 @@ class Reader {
   std::vector<float> floats(uint64_t count) {
     if (count > uint64_t(end_ - p_) / 4) corrupt("it is cut off");
     std::vector<float> v(count);
-    std::memcpy(v.data(), p_, 4 * count);
+    if (count > 0) std::memcpy(v.data(), p_, 4 * count);  // an empty vector has no data pointer
     p_ += 4 * count;
     return v;
   }

@@ -32,9 +32,8 @@ const gw::config::Schema& schema() {
       std::fprintf(stderr, "fuzz setup: %s\n", gw_last_error());
       std::abort();
     }
-    gw::config::Schema copy = rt->impl.config().schema();
-    gw_runtime_destroy(rt);
-    return copy;
+    // The runtime stays: destroying it would unload plugins whose coverage counters libFuzzer holds.
+    return rt->impl.config().schema();
   }();
   return s;
 }
