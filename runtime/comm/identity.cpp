@@ -1,5 +1,6 @@
 #include "comm/identity.hpp"
 
+#include <charconv>
 #include <set>
 #include <sstream>
 
@@ -67,7 +68,12 @@ Identity Identity::parse(const std::string& text) {
     if (kind == "plugin" && b != std::string::npos) id.plugins[rest.substr(0, b)] = rest.substr(b + 1);
     else if (kind == "config" && b != std::string::npos) id.config[rest.substr(0, b)] = rest.substr(b + 1);
     else if (kind == "transport") id.transport = rest;
-    else if (kind == "hash") id.config_hash = std::stoull(rest);
+    else if (kind == "hash") {
+      // From another process: a malformed number is a corrupt record, not an exception of the library's.
+      const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), id.config_hash);
+      if (ec != std::errc() || end != rest.data() + rest.size() || rest.empty())
+        fail(GW_ERR_CORRUPT, "bootstrap: malformed identity record (hash '" + rest.substr(0, 32) + "')");
+    }
     else fail(GW_ERR_CORRUPT, "bootstrap: malformed identity record (" + kind + ")");
   }
   return id;
