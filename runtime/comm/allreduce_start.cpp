@@ -11,11 +11,6 @@ Task booked_dense(Collective& c, void* buf, uint64_t count, gw_dtype dtype, gw_r
   stats->wire_bytes += c.bytes_sent();
 }
 
-}  // namespace
-
-namespace gw::comm {
-namespace {
-
 Task then(Task algorithm, std::function<void()> finish) {
   co_await algorithm;
   if (finish) finish();

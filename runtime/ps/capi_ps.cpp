@@ -1,7 +1,9 @@
 // gw_ps_* of the C ABI (docs/ps.md).
 #include <gradwire/gradwire.h>
 
+#include "core/abi_struct.hpp"
 #include "core/error.hpp"
+#include "core/tensor.hpp"
 #include "ps/ps.hpp"
 
 namespace {
@@ -20,13 +22,13 @@ GW_API gw_status gw_ps_create(gw_comm* comm, const gw_ps_options* options, gw_te
     gw::require(ps, "ps (output)");
     *ps = nullptr;
     gw::require(comm, "comm");
-    gw::require_struct(options, options ? options->struct_size : 0, sizeof(gw_ps_options), "options");
-    gw::require_struct(parameters, parameters ? parameters->struct_size : 0, sizeof(gw_tensor), "parameters");
-    if (options->runtime == nullptr)
+    const gw_ps_options o = gw::abi::read(options, "options");
+    gw_tensor params = gw::read_tensor(parameters, "parameters");
+    if (o.runtime == nullptr)
       gw::fail(GW_ERR_INVALID_ARGUMENT, "options->runtime is NULL; the parameter server reads [codec] name, "
                                         "error_feedback and seed from the runtime's configuration");
     auto p = std::make_unique<gw_ps>();
-    p->impl = std::make_unique<gw::ps::ParameterServer>(*comm->impl, options->runtime->impl, *options, *parameters);
+    p->impl = std::make_unique<gw::ps::ParameterServer>(*comm->impl, o.runtime->impl, o, params);
     *ps = p.release();
     return GW_OK;
   });
@@ -45,8 +47,7 @@ GW_API gw_status gw_ps_role(gw_ps* ps, int* is_server, uint32_t* worker, uint32_
 GW_API gw_status gw_ps_push_pull(gw_ps* ps, const gw_tensor* gradient, float lr) {
   return gw::guard([&] {
     auto& p = get(ps);
-    gw::require_struct(gradient, gradient ? gradient->struct_size : 0, sizeof(gw_tensor), "gradient");
-    p.push_pull(*gradient, lr);
+    p.push_pull(gw::read_tensor(gradient, "gradient"), lr);
     return GW_OK;
   });
 }
@@ -61,10 +62,7 @@ GW_API gw_status gw_ps_serve(gw_ps* ps) {
 GW_API gw_status gw_ps_get_stats(gw_ps* ps, gw_ps_stats* stats) {
   return gw::guard([&] {
     auto& p = get(ps);
-    gw::require_struct(stats, stats ? stats->struct_size : 0, sizeof(gw_ps_stats), "stats");
-    const uint32_t size = stats->struct_size;
-    *stats = p.stats();
-    stats->struct_size = size;
+    gw::abi::write(stats, p.stats(), "stats");
     return GW_OK;
   });
 }

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "comm/collective.hpp"
-#include "comm/compressed_start.hpp"
+#include "comm/allreduce_start.hpp"
 #include "core/error.hpp"
 
 namespace gw::ps {

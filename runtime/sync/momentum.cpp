@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "codec/staging.hpp"
-#include "comm/compressed_start.hpp"
+#include "comm/allreduce_start.hpp"
 #include "sync/synchronizer.hpp"
 
 namespace gw::sync {

@@ -112,7 +112,7 @@ namespace {
 // command was built from; "" after setting *why when it is missing or PyTorch is not importable.
 std::string python_peer(const std::string& file, std::string* why) {
   std::vector<fs::path> candidates;
-  candidates.push_back(fs::path(self_path()).parent_path().parent_path() / "libexec" / "gradwire" / file);
+  candidates.push_back(fs::path(self_path("bench")).parent_path().parent_path() / "libexec" / "gradwire" / file);
   if (*GW_SOURCE_SCRIPTS_DIR)
     candidates.push_back(fs::path(GW_SOURCE_SCRIPTS_DIR).parent_path() / "runtime" / "cli" / "bench" / "peers" / file);
   std::string script;
@@ -153,7 +153,7 @@ std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, 
                                             std::string* why) {
   const std::string script = python_peer("torch_allreduce.py", why);
   if (script.empty()) return std::nullopt;
-  const fs::path exe = self_path();
+  const fs::path exe = self_path("bench");
   std::vector<std::string> argv{exe.string(), "run", "-n", std::to_string(ranks)};
   if (!rate.empty()) argv.insert(argv.end(), {"--link", rate});
   argv.insert(argv.end(), {"--", "/usr/bin/python3", script, std::to_string(count), std::to_string(reps)});

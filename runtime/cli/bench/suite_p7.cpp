@@ -95,13 +95,13 @@ void run_worker(const Options& o, const std::string& out_path, const std::string
 // ---- the driver -------------------------------------------------------------------------------------------
 
 std::vector<std::string> launch(int ranks, const std::string& rate) {
-  return {self_path(), "run", "-n", std::to_string(ranks), "--ranks-per-node", std::to_string(kPerNode), "--link", rate,
+  return {self_path("P7"), "run", "-n", std::to_string(ranks), "--ranks-per-node", std::to_string(kPerNode), "--link", rate,
           "--"};
 }
 
 json run_ours(const Options& o, int ranks, const std::string& rate, const std::string& mode, const fs::path& out) {
   std::vector<std::string> argv = launch(ranks, rate);
-  const std::string self = self_path();
+  const std::string self = self_path("P7");
   argv.insert(argv.end(), {self, "bench", "--suite", "P7", "--json", "--repetitions", std::to_string(o.repetitions)});
   if (o.quick) argv.push_back("--quick");
   if (!o.config.empty()) argv.insert(argv.end(), {"--config", o.config});
