@@ -215,8 +215,7 @@ class HookState:
         buf = bucket.buffer()
         try:
             if self._failed is not None:
-                raise _core.error_class(self._failed.status)(
-                    f"the gradwire communicator failed earlier and cannot continue: {self._failed.message}")
+                raise self._earlier()
             if buf.dtype != torch.float32:
                 raise _core.InvalidArgumentError(f"gradient bucket {bucket.index()} holds {buf.dtype}; the gradwire hook "
                                                  f"averages float32 gradients (train in float32, or keep this model "
@@ -264,16 +263,21 @@ class HookState:
                         done["error"] = e
                     done["event"].set()
                     continue
-                self._start_bucket(comm, inflight, *item[1:])
+                try:
+                    self._start_bucket(comm, inflight, *item[1:])
+                except Exception as e:  # noqa: BLE001 - a bug here must not leave DDP waiting forever
+                    self._fail(e, inflight, item[-1])
                 continue
             # Nothing new: drive the oldest request for a moment, then look at the queue again.
             entry = inflight[0]
             req = entry[0]
             try:
                 req.wait(0.002)
-            except _core.TimeoutError:
+            except _core.TimeoutError as e:
                 if not req.done:
-                    continue
+                    continue  # still running: look at the queue again
+                self._fail(e, inflight)  # the collective itself timed out
+                continue
             except _core.Error as e:
                 self._fail(e, inflight)
                 continue
@@ -287,10 +291,15 @@ class HookState:
                 fut.set_result(buf)
         # Requests behind the oldest may have finished too; they are collected when they reach the front.
 
-    def _fail(self, e, inflight):
+    def _earlier(self):
+        e = self._failed
+        cls = _core.error_class(e.status) if isinstance(e, _core.Error) else _core.StateError
+        return cls(f"the gradwire communicator failed earlier and cannot continue: {getattr(e, 'message', e)}")
+
+    def _fail(self, e, inflight, fut=None):
         if self._failed is None:
             self._failed = e
-        futs = []
+        futs = [fut] if fut is not None else []
         for _, fut, _, last in inflight:
             if last and fut not in futs:
                 futs.append(fut)
@@ -301,7 +310,8 @@ class HookState:
                 pass
         inflight.clear()
         for f in futs:
-            f.set_exception(e)
+            if not f.done():
+                f.set_exception(e)
 
     def _drain(self, inflight):
         while inflight:
@@ -335,8 +345,7 @@ class HookState:
 
     def _start_bucket(self, comm, inflight, index, buf, layout, fut):
         if self._failed is not None:
-            fut.set_exception(_core.error_class(self._failed.status)(
-                f"the gradwire communicator failed earlier and cannot continue: {self._failed.message}"))
+            fut.set_exception(self._earlier())
             return
         try:
             reqs = []
@@ -356,7 +365,7 @@ class HookState:
         except _core.Error as e:
             for r in reqs:
                 inflight.append([r, fut, buf, False])
-            self._fail(e, inflight)
+            self._fail(e, inflight, fut)
             return
         for j, r in enumerate(reqs):
             inflight.append([r, fut, buf, j == len(reqs) - 1])
