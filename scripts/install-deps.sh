@@ -17,6 +17,8 @@ pkgs=(
   clang libclang-rt-14-dev                      # libFuzzer targets
   iproute2 iputils-ping                         # network namespaces for the one-machine cluster
   python3-torch                                 # PyTorch DDP, the peer of benchmark T1
+  python3-pytest python3-numpy python3-venv     # the Python binding's tests (bindings/python)
+  python3-setuptools python3-wheel python3-pip  # pip install ./bindings/python offline
 )
 missing=()
 for p in "${pkgs[@]}"; do
