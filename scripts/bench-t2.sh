@@ -53,17 +53,19 @@ for link in links:
     print(f"\nT2 at {link}: 4 ranks, {res[0]['epochs'] if res else '?'} epochs of {res[0]['train_images'] if res else '?'} "
           f"images, {compute['parameters'] if compute else '?'} parameters; the step without communication "
           f"{compute['compute_step_seconds'] * 1000:.0f} ms" if compute else "")
-    print(f"{'configuration':<16}{'step ms':>9}{'comm %':>8}{'to 85 %':>10}{'sooner':>8}{'final acc':>10}"
+    print(f"{'configuration':<16}{'step ms':>9}{'comm %':>8}{'to 80 %':>10}{'sooner':>8}{'to 85 %':>10}{'sooner':>8}{'final acc':>10}"
           f"{'acc - ddp':>11}{'sent/step':>11}")
     for r in res:
         step = r["step_seconds"]
         comm = f"{100 * max(0.0, 1 - compute['compute_step_seconds'] / step):.0f}" if compute else "-"
         t85 = r["seconds_to_85"]
         sooner = f"{base['seconds_to_85'] / t85:.2f}x" if base and base["seconds_to_85"] and t85 else "-"
+        t80 = r.get("seconds_to_80")
+        sooner80 = f"{base['seconds_to_80'] / t80:.2f}x" if base and base.get("seconds_to_80") and t80 else "-"
         gap = f"{100 * (r['final_accuracy'] - base['final_accuracy']):+.2f} pt" if base else "-"
         sent = f"{r['bytes_per_step'] / 1e6:.2f} MB" if r.get("bytes_per_step") else "-"
-        print(f"{r['config']:<16}{1000 * step:>9.0f}{comm:>8}{(f'{t85:.1f} s' if t85 is not None else 'never'):>10}"
-              f"{sooner:>8}{r['final_accuracy']:>10.4f}{gap:>11}{sent:>11}")
+        print(f"{r['config']:<16}{1000 * step:>9.0f}{comm:>8}{(f'{t80:.1f} s' if t80 is not None else 'never'):>10}"
+              f"{sooner80:>8}{(f'{t85:.1f} s' if t85 is not None else 'never'):>10}{sooner:>8}{r['final_accuracy']:>10.4f}{gap:>11}{sent:>11}")
     def t85(name):
         r = next((r for r in res if r["config"] == name), None)
         return r["seconds_to_85"] if r else None
