@@ -28,8 +28,12 @@ import fnmatch
 import os
 import queue
 import threading
-import tomllib
 import datetime
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib
 
 import torch
 import torch.distributed as dist

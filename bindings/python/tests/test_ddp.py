@@ -30,6 +30,7 @@ def torchrun(*args):
 def test_int8_error_feedback_keeps_ranks_identical():
     r = torchrun("--codec", "int8", "--error-feedback", "--steps", "6")
     out = r.stdout + r.stderr
+    print(out)  # shown by pytest when the test fails
     assert r.returncode == 0, out
     for rank in range(RANKS):
         assert f"rank {rank} parameters identical across ranks: True" in out, out
@@ -40,6 +41,7 @@ def test_int8_error_feedback_keeps_ranks_identical():
 def test_hook_averages_like_ddp_allreduce():
     r = torchrun("--codec", "none", "--steps", "4", "--compare")
     out = r.stdout + r.stderr
+    print(out)  # shown by pytest when the test fails
     assert r.returncode == 0, out
     assert out.count(" ok") >= RANKS, out
 
@@ -53,7 +55,7 @@ def test_a_rank_dying_mid_training_raises_on_the_others():
         env = child_env(RANK=rank, WORLD_SIZE=RANKS, LOCAL_RANK=rank, MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
                         OMP_NUM_THREADS=1)
         procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "ranks", "ddp.py"), "--die-rank", "2",
-                                       "--die-step", "3", "--steps", "8"], env=env, stdout=subprocess.PIPE,
+                                       "--die-step", "3", "--steps", "8", "--timeout", "30"], env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
     outs = []
     for p in procs:
@@ -63,6 +65,7 @@ def test_a_rank_dying_mid_training_raises_on_the_others():
             p.kill()
             outs.append(p.communicate()[0] + "\n(hung)")
     text = "\n".join(f"--- rank {i} (exit {p.returncode})\n{o}" for i, (p, o) in enumerate(zip(procs, outs)))
+    print(text)  # shown by pytest when the test fails
     assert procs[2].returncode == 3, text
     for rank in (0, 1, 3):
         assert procs[rank].returncode == 0, text

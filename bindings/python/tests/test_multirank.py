@@ -20,6 +20,7 @@ def run_ranks(n, script, *extra):
 def test_three_ranks_every_collective():
     r = run_ranks(3, "collectives.py")
     out = r.stdout + r.stderr
+    print(out)  # shown by pytest when the test fails
     assert r.returncode == 0, out
     for rank in range(3):
         assert f"[{rank}] rank {rank} ok" in out, out
@@ -28,6 +29,7 @@ def test_three_ranks_every_collective():
 def test_mismatched_codecs_raise_on_every_rank():
     r = run_ranks(2, "mismatch.py", "--keep-going")
     out = r.stdout + r.stderr
+    print(out)  # shown by pytest when the test fails
     assert r.returncode == 0, out
     for rank in range(2):
         assert f"[{rank}] rank {rank} raised MismatchError:" in out, out

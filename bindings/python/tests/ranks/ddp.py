@@ -42,6 +42,7 @@ def main():
     p.add_argument("--die-rank", type=int, default=-1)
     p.add_argument("--die-step", type=int, default=3)
     p.add_argument("--bucket-cap-mb", type=float, default=0.1)
+    p.add_argument("--timeout", type=float, default=120.0, help="gradwire's rendezvous and collectives")
     args = p.parse_args()
     torch.set_num_threads(1)
     gwt.init_process_group("gloo")
@@ -49,7 +50,7 @@ def main():
     model = model_of(1)
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
     opts = {"ratio": 0.05} if args.codec == "topk" else {}
-    state = gwt.HookState(codec=args.codec, error_feedback=args.error_feedback, model=model, timeout=20,
+    state = gwt.HookState(codec=args.codec, error_feedback=args.error_feedback, model=model, timeout=args.timeout,
                           bucket_cap_mb=25, **opts)
     ddp.register_comm_hook(state, gwt.hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
