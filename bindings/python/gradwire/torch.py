@@ -246,7 +246,7 @@ class HookState:
 
     # ---- the progress thread ----
     def _loop(self, comm):
-        inflight = []  # [request, future, buffer, remaining requests of this bucket]
+        inflight = []  # [request, future, buffer, whether it is its bucket's last request], in start order
         while True:
             try:
                 item = self._queue.get(block=not inflight, timeout=None)
