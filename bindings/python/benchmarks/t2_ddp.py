@@ -88,7 +88,14 @@ def run(args, name, split, rank, world, norm, sizes, link):
     x_train, y_train = split["train"]
     x_test, y_test = split["t10k"]
     model = model_of(sizes, args.seed)
+    first_bucket = dist._DEFAULT_FIRST_BUCKET_BYTES
+    if name == "torch-powersgd":
+        # PowerSGD chains its allreduces in future callbacks; with two buckets (DDP's first bucket is capped
+        # at 1 MiB) the chains of the buckets interleave differently on different ranks and gloo aborts
+        # with mismatched message sizes ("op.preamble.length <= op.nbytes"). One bucket avoids the race.
+        dist._DEFAULT_FIRST_BUCKET_BYTES = 1 << 30
     ddp = torch.nn.parallel.DistributedDataParallel(model)
+    dist._DEFAULT_FIRST_BUCKET_BYTES = first_bucket
     state = None
     if name == "torch-fp16":
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
