@@ -18,6 +18,8 @@ pkgs=(
   iproute2 iputils-ping                         # network namespaces for the one-machine cluster
   python3-torch                                 # PyTorch DDP, the peer of benchmark T1
   cargo golang-go                               # the Rust and Go bindings (bindings/) and their tests
+  python3-pytest python3-numpy python3-venv     # the Python binding's tests (bindings/python)
+  python3-setuptools python3-wheel python3-pip  # pip install ./bindings/python offline
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,467 @@
+"""gradwire for PyTorch DDP: a communication hook that averages each gradient bucket through a gradwire codec.
+
+    import gradwire.torch as gwt
+    state = gwt.HookState(codec="int8", model=model)          # or config="gradwire.toml" / text="..."
+    ddp_model.register_comm_hook(state, gwt.hook)
+
+Design (docs/pytorch.md):
+* gradwire's communicator is made next to the process group, over the application-allgather rendezvous of
+  gradwire.h implemented with the process group (gloo all_gather of byte tensors): no port of its own, so it
+  never collides with torch's TCPStore on MASTER_PORT, and it works under every launcher the process group
+  works under (torchrun, gradwire run, mp.spawn).
+* A communicator belongs to the thread that created it, and DDP calls hooks on the autograd thread while the
+  backward pass runs. The state therefore owns one progress thread: it creates the communicator, the codecs
+  and the error feedback, and runs every gradwire call. The hook only checks the bucket, queues it and
+  returns a torch.futures.Future; the progress thread starts the bucket's compressed allreduce, drives all
+  requests in flight and completes each future when its request completes. Backward never waits on the
+  network; DDP waits on the futures at the end of backward, as with its own hooks.
+* DDP hands the hook each bucket's flat buffer holding this rank's gradients, not divided by the world
+  size; the hook averages (GW_REDUCE_AVG), so the result equals DDP's default allreduce hook's.
+* Per-tensor [[rules]] (glob on the parameter's name, max_bytes) pick each parameter's codec; a bucket is cut
+  into runs of parameters with one codec, each run one compressed allreduce.
+* Error feedback ([codec] error_feedback): each run keeps a residual (gradwire.ErrorFeedback keyed by bucket
+  index and run). The rank adds it to its gradients, compresses the sum locally and sends the compressed
+  values, so what the rank's compression dropped is sent in later steps. state_dict() carries residuals and
+  step counters for checkpoints.
+"""
+import fnmatch
+import os
+import queue
+import threading
+import datetime
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib
+
+import torch
+import torch.distributed as dist
+
+from . import _core
+from ._core import Comm, Codec, ErrorFeedback, Runtime
+
+__all__ = ["HookState", "hook", "init_process_group", "allgather_over"]
+
+STATE_VERSION = 1
+_LOSSLESS = {"none"}
+
+
+def init_process_group(backend="gloo", **kw):
+    """dist.init_process_group that also works under `gradwire run`: when torchrun's RANK is absent it takes
+    GW_RANK, GW_WORLD_SIZE, GW_ROOT_ADDR and GW_ROOT_PORT (gradwire's own rendezvous is not used by the hook,
+    so the port is free for torch's store)."""
+    if "RANK" not in os.environ and "GW_RANK" in os.environ:
+        os.environ["RANK"] = os.environ["GW_RANK"]
+        os.environ["WORLD_SIZE"] = os.environ["GW_WORLD_SIZE"]
+        os.environ.setdefault("LOCAL_RANK", os.environ.get("GW_LOCAL_RANK", "0"))
+        os.environ.setdefault("MASTER_ADDR", os.environ.get("GW_ROOT_ADDR", "127.0.0.1"))
+        os.environ.setdefault("MASTER_PORT", os.environ["GW_ROOT_PORT"])
+    dist.init_process_group(backend, **kw)
+
+
+def allgather_over(process_group=None, timeout=300.0):
+    """An allgather callback for gradwire.Comm over a torch process group: gathers every rank's bytes with
+    all_gather of uint8 tensors, waiting at most `timeout` seconds."""
+    def allgather(data):
+        world = dist.get_world_size(process_group)
+        mine = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+        parts = [torch.empty_like(mine) for _ in range(world)]
+        work = dist.all_gather(parts, mine, group=process_group, async_op=True)
+        try:
+            work.wait(datetime.timedelta(seconds=timeout))
+        except RuntimeError as e:
+            raise _core.TimeoutError(f"the process group's all_gather (gradwire's rendezvous) did not complete "
+                                     f"within {timeout} s: {e}") from None
+        return [p.numpy().tobytes() for p in parts]
+    return allgather
+
+
+def _config_text(codec, error_feedback, seed, options, rules, timeout):
+    lines = ["[codec]", f'name = "{codec}"']
+    if error_feedback is not None:
+        lines.append(f"error_feedback = {'true' if error_feedback else 'false'}")
+    if seed is not None:
+        lines.append(f"seed = {int(seed)}")
+    if options:
+        lines.append(f"[codec.{codec}]")
+        for k, v in options.items():
+            lines.append(f"{k} = {_toml_value(v)}")
+    if timeout is not None:
+        lines += ["[runtime]", f"timeout_s = {float(timeout)}"]
+    for r in rules or ():
+        lines.append("[[rules]]")
+        for k, v in r.items():
+            lines.append(f"{k} = {_toml_value(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class _Run:
+    """A run of one bucket's parameters with one codec: elements [offset, offset + count) of the buffer."""
+
+    def __init__(self, key, codec_name, offset, count):
+        self.key, self.codec_name, self.offset, self.count = key, codec_name, offset, count
+        self.codec = None       # the collective's codec (gradwire.Codec)
+        self.ef = None          # gradwire.ErrorFeedback, or None
+        self.ef_codec = None    # the codec the error feedback encodes with (a second instance)
+        self.step = 0
+
+
+class HookState:
+    """What gradwire's DDP hook needs: the runtime, the communicator, the codecs, per-bucket step counters and
+    error feedback, and the progress thread that runs every gradwire call.
+
+    HookState(runtime=None, *, config=None, text=None, codec=None, error_feedback=None, seed=None, rules=None,
+              model=None, process_group=None, bucket_cap_mb=25, timeout=None, **codec_options)
+
+    The configuration is a gradwire.Runtime, a TOML file (config) or text (text), or keyword arguments:
+    codec="topk", error_feedback=True, seed=0, rules=[{"match": "*.bias", "codec": "none"}] and the codec's
+    own keys (ratio=0.01, block_size=256, ...). `model` (the module, before or after wrapping in DDP) gives
+    the parameters' names for [[rules]]. `bucket_cap_mb`: the largest bucket accepted (DDP's own
+    bucket_cap_mb); `timeout` (seconds) bounds the rendezvous and every collective ([runtime] timeout_s)."""
+
+    def __init__(self, runtime=None, *, config=None, text=None, codec=None, error_feedback=None, seed=None,
+                 rules=None, model=None, process_group=None, bucket_cap_mb=25, timeout=None, **codec_options):
+        given = sum(x is not None for x in (runtime, config, text, codec))
+        if given > 1:
+            raise _core.InvalidArgumentError("give the configuration one way: a Runtime, config=FILE, text=TOML or "
+                                             "codec=NAME with keyword options")
+        if codec_options and codec is None:
+            raise _core.InvalidArgumentError(f"codec options {sorted(codec_options)} need codec=NAME")
+        if not dist.is_available() or not dist.is_initialized():
+            raise _core.StateError("gradwire.torch.HookState needs an initialized torch.distributed process group "
+                                   "(torch.distributed.init_process_group or gradwire.torch.init_process_group)")
+        if codec is not None:
+            text = _config_text(codec, error_feedback, seed, codec_options, rules, timeout)
+        elif config is None and text is None and runtime is None:
+            text = _config_text("none", None, None, {}, None, timeout)
+        self._own_runtime = runtime is None
+        self.runtime = runtime if runtime is not None else Runtime(config, text=text)
+        cfg = tomllib.loads(self.runtime.config_dump())
+        self.codec_name = cfg["codec"]["name"]
+        self.error_feedback = bool(cfg["codec"].get("error_feedback", False))
+        self.seed = int(cfg["codec"].get("seed", 0))
+        self.rules = list(cfg.get("rules", []))
+        self.timeout = float(timeout) if timeout is not None else float(cfg.get("runtime", {}).get("timeout_s", 300))
+        self.max_bucket_bytes = int(bucket_cap_mb * 1024 * 1024) if bucket_cap_mb else None
+        self.process_group = process_group
+        self.rank = dist.get_rank(process_group)
+        self.world_size = dist.get_world_size(process_group)
+        self._names = {}
+        if model is not None:
+            module = getattr(model, "module", model)
+            self._names = {id(p): n for n, p in module.named_parameters()}
+        self._runs = {}           # (bucket index, run index) -> _Run
+        self._layouts = {}        # bucket index -> [(codec name, offset, count)]
+        self._pending_load = None
+        self._queue = queue.Queue()
+        self._failed = None       # the error that failed the communicator
+        self.bytes_sent = 0       # f32 bytes handed to the collectives (for accounting)
+        self.buckets = 0
+        self.comm = None
+        ready = threading.Event()
+        created = {}
+
+        def start():
+            try:
+                created["comm"] = Comm(self.runtime, rank=self.rank, world_size=self.world_size,
+                                       allgather=allgather_over(process_group, self.timeout), timeout=self.timeout)
+            except BaseException as e:  # noqa: BLE001 - handed to the creating thread
+                created["error"] = e
+                ready.set()
+                return
+            ready.set()
+            self._loop(created["comm"])
+
+        self._thread = threading.Thread(target=start, name="gradwire-progress", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if "error" in created:
+            raise created["error"]
+        self.comm = created["comm"]
+
+    # ---- the hook side (autograd thread) ----
+    def _codec_of(self, param):
+        name = self._names.get(id(param))
+        nbytes = param.numel() * 4
+        for r in self.rules:
+            pattern = r.get("match", "*")
+            if name is None and pattern != "*":
+                continue
+            if (name is None or fnmatch.fnmatchcase(name, pattern)) and \
+                    (not r.get("max_bytes", 0) or nbytes <= r["max_bytes"]):
+                return r.get("codec", "none")
+        return self.codec_name
+
+    def _layout(self, bucket):
+        runs = []
+        offset = 0
+        for p in bucket.parameters():
+            c = self._codec_of(p)
+            n = p.numel()
+            if runs and runs[-1][0] == c:
+                runs[-1][2] += n
+            else:
+                runs.append([c, offset, n])
+            offset += n
+        return [tuple(r) for r in runs], offset
+
+    def submit(self, bucket):
+        fut = torch.futures.Future()
+        buf = bucket.buffer()
+        try:
+            if self._failed is not None:
+                raise self._earlier()
+            if buf.dtype != torch.float32:
+                raise _core.InvalidArgumentError(f"gradient bucket {bucket.index()} holds {buf.dtype}; the gradwire hook "
+                                                 f"averages float32 gradients (train in float32, or keep this model "
+                                                 f"on DDP's own hooks)")
+            if buf.device.type != "cpu":
+                raise _core.UnsupportedError(f"gradient bucket {bucket.index()} lives on {buf.device}; the gradwire hook "
+                                             f"takes CPU tensors in this version")
+            if not buf.is_contiguous():
+                raise _core.InvalidArgumentError(f"gradient bucket {bucket.index()}'s buffer is not contiguous")
+            nbytes = buf.numel() * buf.element_size()
+            if self.max_bucket_bytes is not None and nbytes > self.max_bucket_bytes:
+                raise _core.InvalidArgumentError(
+                    f"gradient bucket {bucket.index()} has {nbytes} bytes, more than the {self.max_bucket_bytes} the "
+                    f"hook was configured for (HookState bucket_cap_mb); give DDP and HookState the same "
+                    f"bucket_cap_mb, large enough for the largest parameter")
+            layout, total = self._layout(bucket)
+            if total != buf.numel():  # parameters not known (e.g. a buffer DDP built otherwise): one run
+                layout = [(self.codec_name, 0, buf.numel())]
+        except _core.Error as e:
+            fut.set_exception(e)
+            return fut
+        self._queue.put(("bucket", bucket.index(), buf, layout, fut))
+        return fut
+
+    # ---- the progress thread ----
+    def _loop(self, comm):
+        inflight = []  # [request, future, buffer, whether it is its bucket's last request], in start order
+        while True:
+            try:
+                item = self._queue.get(block=not inflight, timeout=None)
+            except queue.Empty:
+                item = None
+            if item is not None:
+                kind = item[0]
+                if kind == "stop":
+                    self._drain(inflight)
+                    self._close_all(comm)
+                    item[1].set()
+                    return
+                if kind == "call":
+                    _, fn, done = item
+                    try:
+                        done["result"] = fn()
+                    except BaseException as e:  # noqa: BLE001
+                        done["error"] = e
+                    done["event"].set()
+                    continue
+                try:
+                    self._start_bucket(comm, inflight, *item[1:])
+                except Exception as e:  # noqa: BLE001 - a bug here must not leave DDP waiting forever
+                    self._fail(e, inflight, item[-1])
+                continue
+            # Nothing new: drive the oldest request for a moment, then look at the queue again.
+            entry = inflight[0]
+            req = entry[0]
+            try:
+                req.wait(0.002)
+            except _core.TimeoutError as e:
+                if not req.done:
+                    continue  # still running: look at the queue again
+                self._fail(e, inflight)  # the collective itself timed out
+                continue
+            except _core.Error as e:
+                self._fail(e, inflight)
+                continue
+            # Completed: every completed request of the bucket list in order.
+            self._complete_done(inflight)
+
+    def _complete_done(self, inflight):
+        while inflight and inflight[0][0].done:
+            _, fut, buf, last = inflight.pop(0)
+            if last:
+                fut.set_result(buf)
+        # Requests behind the oldest may have finished too; they are collected when they reach the front.
+
+    def _earlier(self):
+        e = self._failed
+        cls = _core.error_class(e.status) if isinstance(e, _core.Error) else _core.StateError
+        return cls(f"the gradwire communicator failed earlier and cannot continue: {getattr(e, 'message', e)}")
+
+    def _fail(self, e, inflight, fut=None):
+        if self._failed is None:
+            self._failed = e
+        futs = [fut] if fut is not None else []
+        for _, fut, _, last in inflight:
+            if last and fut not in futs:
+                futs.append(fut)
+        for r in inflight:
+            try:
+                r[0].free()
+            except _core.Error:
+                pass
+        inflight.clear()
+        for f in futs:
+            if not f.done():
+                f.set_exception(e)
+
+    def _drain(self, inflight):
+        while inflight:
+            try:
+                inflight[0][0].wait()
+            except _core.Error as e:
+                self._fail(e, inflight)
+                return
+            self._complete_done(inflight)
+
+    def _run_of(self, index, i, codec_name, offset, count):
+        key = (index, i)
+        run = self._runs.get(key)
+        if run is None or (run.codec_name, run.offset, run.count) != (codec_name, offset, count):
+            if run is not None:
+                self._close_run(run)  # DDP rebuilt its buckets: this bucket's layout changed
+            run = _Run(key, codec_name, offset, count)
+            run.codec = Codec(self.runtime, codec_name)
+            lossless = "lossless" in run.codec.properties()["flags"]
+            if self.error_feedback and not lossless:
+                run.ef_codec = Codec(self.runtime, codec_name)
+                run.ef = ErrorFeedback(run.ef_codec)
+            pending = (self._pending_load or {}).get(key)
+            if pending is not None and pending["codec"] == codec_name and pending["count"] == count:
+                run.step = pending["step"]
+                if run.ef is not None and pending.get("ef"):
+                    run.ef.load(pending["ef"])
+                del self._pending_load[key]
+            self._runs[key] = run
+        return run
+
+    def _start_bucket(self, comm, inflight, index, buf, layout, fut):
+        if self._failed is not None:
+            fut.set_exception(self._earlier())
+            return
+        try:
+            reqs = []
+            for i, (codec_name, offset, count) in enumerate(layout):
+                run = self._run_of(index, i, codec_name, offset, count)
+                x = buf[offset:offset + count]
+                seed = self.seed + index * 1009 + i
+                if run.ef is not None:
+                    # x + residual, compressed by this rank; the residual keeps what the compression dropped.
+                    payload = run.ef.encode(0, x, seed=seed, step=run.step, rank=self.rank, world_size=self.world_size)
+                    run.ef_codec.decode(payload, x, seed=seed, step=run.step, rank=self.rank,
+                                        world_size=self.world_size)
+                reqs.append(comm.allreduce_compressed_start(run.codec, x, op="avg", seed=seed, step=run.step))
+                run.step += 1
+                self.bytes_sent += count * 4
+            self.buckets += 1
+        except _core.Error as e:
+            for r in reqs:
+                inflight.append([r, fut, buf, False])
+            self._fail(e, inflight, fut)
+            return
+        for j, r in enumerate(reqs):
+            inflight.append([r, fut, buf, j == len(reqs) - 1])
+        if not reqs:
+            fut.set_result(buf)
+
+    def _close_run(self, run):
+        for obj in (run.ef, run.ef_codec, run.codec):
+            if obj is not None:
+                obj.close()
+
+    def _close_all(self, comm):
+        for run in self._runs.values():
+            self._close_run(run)
+        self._runs.clear()
+        try:
+            comm.close()
+        except _core.Error:
+            pass
+
+    def _call(self, fn):
+        """Runs fn on the progress thread (which owns every gradwire object) and returns its result."""
+        if not self._thread.is_alive():
+            raise _core.StateError("the gradwire hook state is closed")
+        done = {"event": threading.Event()}
+        self._queue.put(("call", fn, done))
+        done["event"].wait()
+        if "error" in done:
+            raise done["error"]
+        return done.get("result")
+
+    # ---- checkpoints ----
+    def state_dict(self):
+        """The hook's state for a checkpoint: per bucket run its codec, element count, step counter and
+        error-feedback residual (gradwire's versioned blob). Take it between steps."""
+        def collect():
+            runs = {}
+            for (index, i), run in self._runs.items():
+                runs[f"{index}.{i}"] = {"codec": run.codec_name, "count": run.count, "step": run.step,
+                                        "ef": run.ef.save() if run.ef is not None else b""}
+            return {"version": STATE_VERSION, "codec": self.codec_name, "error_feedback": self.error_feedback,
+                    "world_size": self.world_size, "runs": runs}
+        return self._call(collect)
+
+    def load_state_dict(self, state):
+        """Restores a state_dict(): each run resumes its step counter and residual when DDP hands the hook
+        that bucket with the same codec and element count (a checkpoint of another layout is reported)."""
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            raise _core.VersionError(f"not a gradwire hook state of version {STATE_VERSION} "
+                                     f"(got {state.get('version') if isinstance(state, dict) else type(state).__name__})")
+        if state.get("codec") != self.codec_name:
+            raise _core.MismatchError(f"the checkpoint's hook state is for codec '{state.get('codec')}', this hook "
+                                      f"uses '{self.codec_name}'")
+
+        def apply():
+            pending = {}
+            for k, v in state["runs"].items():
+                index, i = (int(x) for x in k.split("."))
+                pending[(index, i)] = dict(v)
+            # Runs that exist now load at once; the others when their bucket arrives.
+            for key, v in list(pending.items()):
+                run = self._runs.get(key)
+                if run is not None and run.codec_name == v["codec"] and run.count == v["count"]:
+                    run.step = v["step"]
+                    if run.ef is not None:
+                        if v.get("ef"):
+                            run.ef.load(v["ef"])
+                        else:
+                            run.ef.reset()
+                    del pending[key]
+            self._pending_load = pending
+        self._call(apply)
+
+    def close(self):
+        """Finishes the collectives in flight, destroys the communicator and the codecs and stops the
+        progress thread."""
+        if self._thread.is_alive():
+            stopped = threading.Event()
+            self._queue.put(("stop", stopped))
+            stopped.wait()
+            self._thread.join()
+        if self._own_runtime and not self.runtime.closed:
+            self.runtime.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def hook(state, bucket):
+    """DDP communication hook: averages the bucket across ranks through gradwire (see HookState). Returns a
+    torch.futures.Future completed with the averaged buffer."""
+    return state.submit(bucket)

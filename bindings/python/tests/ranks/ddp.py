@@ -1,0 +1,107 @@
+"""One rank of the DDP tests, with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT):
+trains a small MLP for a few steps with gradwire's hook and checks that every rank holds the same parameters.
+
+  ddp.py --codec int8 --error-feedback --steps 6      the hook; parameters identical across ranks
+  ddp.py --codec none --compare                       also trains a copy with DDP's own allreduce and checks
+                                                      that the hook averaged the same (within fp32 rounding)
+  ddp.py --die-rank 2 --die-step 3                    that rank exits mid-training; the others must raise a
+                                                      gradwire error with its message (prints "raised ...")
+"""
+import argparse
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import gradwire
+import gradwire.torch as gwt
+
+
+def model_of(seed):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                               torch.nn.Linear(256, 10))
+
+
+def batch(rank, step):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(32, 64, generator=g), torch.randint(0, 10, (32,), generator=g)
+
+
+def flat(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--codec", default="int8")
+    p.add_argument("--error-feedback", action="store_true")
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--compare", action="store_true")
+    p.add_argument("--die-rank", type=int, default=-1)
+    p.add_argument("--die-step", type=int, default=3)
+    p.add_argument("--bucket-cap-mb", type=float, default=0.1)
+    p.add_argument("--timeout", type=float, default=120.0, help="gradwire's rendezvous and collectives")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    gwt.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model = model_of(1)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
+    opts = {"ratio": 0.05} if args.codec == "topk" else {}
+    state = gwt.HookState(codec=args.codec, error_feedback=args.error_feedback, model=model, timeout=args.timeout,
+                          bucket_cap_mb=25, **opts)
+    ddp.register_comm_hook(state, gwt.hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    if args.compare:
+        ref_model = model_of(1)
+        ref = torch.nn.parallel.DistributedDataParallel(ref_model, bucket_cap_mb=args.bucket_cap_mb)
+        ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    try:
+        for step in range(args.steps):
+            if rank == args.die_rank and step == args.die_step:
+                print(f"rank {rank} dies at step {step}", flush=True)
+                os._exit(3)
+            x, y = batch(rank, step)
+            opt.zero_grad()
+            loss_fn(ddp(x), y).backward()
+            opt.step()
+            if args.compare:
+                ref_opt.zero_grad()
+                loss_fn(ref(x), y).backward()
+                ref_opt.step()
+    except RuntimeError as e:  # DDP re-raises the hook's exception from backward
+        print(f"rank {rank} raised at step {step}: {e}", flush=True)
+        os._exit(0 if args.die_rank >= 0 else 1)
+    if args.die_rank >= 0:
+        print(f"rank {rank}: no error although rank {args.die_rank} died", flush=True)
+        os._exit(1)
+    # Every rank holds the same parameters.
+    mine = flat(model)
+    every = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(every, mine)
+    same = all(torch.equal(every[0], e) for e in every)
+    print(f"rank {rank} parameters identical across ranks: {same}", flush=True)
+    ok = same
+    if args.compare:
+        diff = (flat(ref_model) - mine).abs().max().item()
+        print(f"rank {rank} max difference to DDP's own allreduce: {diff:.3g}", flush=True)
+        ok = ok and diff < 1e-4
+    sd = state.state_dict()
+    state.load_state_dict(sd)
+    runs = sd["runs"]
+    has_ef = any(r["ef"] for r in runs.values())
+    print(f"rank {rank} hook state: {len(runs)} runs, error feedback {'saved' if has_ef else 'none'}, "
+          f"buckets {state.buckets}", flush=True)
+    if args.error_feedback and args.codec != "none":
+        ok = ok and has_ef
+    state.close()
+    dist.destroy_process_group()
+    print(f"rank {rank} {'ok' if ok else 'FAILED'}", flush=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

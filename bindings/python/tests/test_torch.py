@@ -1,0 +1,128 @@
+"""gradwire.torch on a one-rank process group: configuration, bad input raising with gradwire's message instead
+of hanging, checkpoints of the hook's state. (Several ranks: test_ddp.py.)"""
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+import gradwire  # noqa: E402
+import gradwire.torch as gwt  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def group(tmp_path_factory):
+    store = tmp_path_factory.mktemp("pg") / "store"
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def model_of(dtype=torch.float32):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)).to(dtype)
+
+
+def step(ddp, dtype=torch.float32):
+    x = torch.randn(8, 32, dtype=dtype)
+    ddp.zero_grad()
+    ddp(x).square().mean().backward()
+
+
+def test_needs_a_process_group():
+    if dist.is_initialized():
+        pytest.skip("the process group of another test is up")
+    with pytest.raises(gradwire.StateError, match="init_process_group"):
+        gwt.HookState(codec="int8")
+
+
+def test_configuration_one_way_only(group):
+    with pytest.raises(gradwire.InvalidArgumentError, match="one way"):
+        gwt.HookState(codec="int8", text='[codec]\nname = "fp16"\n')
+    with pytest.raises(gradwire.InvalidArgumentError, match="need codec"):
+        gwt.HookState(ratio=0.1)
+    with pytest.raises(gradwire.ConfigError, match="ratoi"):
+        gwt.HookState(codec="topk", ratoi=0.1)
+
+
+def test_one_rank_average_is_the_gradient(group):
+    model = model_of()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    with gwt.HookState(codec="none", model=model) as state:
+        ddp.register_comm_hook(state, gwt.hook)
+        torch.manual_seed(5)
+        step(ddp)
+        got = [p.grad.clone() for p in model.parameters()]
+        ref = model_of()
+        torch.manual_seed(5)
+        x = torch.randn(8, 32)
+        ref(x).square().mean().backward()
+        for g, r in zip(got, ref.parameters()):
+            assert torch.allclose(g, r.grad, atol=1e-6)
+        assert state.buckets == 1
+
+
+def test_rules_and_error_feedback_checkpoint(group):
+    model = model_of()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    rules = [{"match": "*.bias", "codec": "none"}]
+    with gwt.HookState(codec="topk", error_feedback=True, ratio=0.1, rules=rules, model=model) as state:
+        ddp.register_comm_hook(state, gwt.hook)
+        step(ddp)
+        step(ddp)
+        sd = state.state_dict()
+        codecs = sorted({r["codec"] for r in sd["runs"].values()})
+        assert codecs == ["none", "topk"], sd["runs"].keys()  # biases through "none", weights through topk
+        assert any(r["ef"] for r in sd["runs"].values() if r["codec"] == "topk")
+        assert all(r["step"] >= 1 for r in sd["runs"].values())  # DDP rebuilds its buckets after step 1
+        step(ddp)
+        after = [p.grad.clone() for p in model.parameters()]
+        state.load_state_dict(sd)
+        assert {k: r["step"] for k, r in state.state_dict()["runs"].items()} == \
+            {k: r["step"] for k, r in sd["runs"].items()}
+        # The restored state reproduces the step taken from it.
+        torch.manual_seed(11)
+        step(ddp)
+        g1 = [p.grad.clone() for p in model.parameters()]
+        state.load_state_dict(sd)
+        torch.manual_seed(11)
+        step(ddp)
+        g2 = [p.grad.clone() for p in model.parameters()]
+        assert all(torch.equal(a, b) for a, b in zip(g1, g2))
+        assert len(after) == len(g1)
+        with pytest.raises(gradwire.VersionError):
+            state.load_state_dict({"version": 99})
+        with pytest.raises(gradwire.MismatchError, match="codec"):
+            state.load_state_dict(dict(sd, codec="int8"))
+
+
+def test_wrong_dtype_raises_from_backward(group):
+    model = model_of(torch.float64)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    with gwt.HookState(codec="int8") as state:
+        ddp.register_comm_hook(state, gwt.hook)
+        with pytest.raises(RuntimeError, match="float32"):
+            step(ddp, torch.float64)
+
+
+def test_bucket_larger_than_configured_raises(group):
+    model = model_of()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    with gwt.HookState(codec="int8", bucket_cap_mb=0.001) as state:
+        ddp.register_comm_hook(state, gwt.hook)
+        with pytest.raises(RuntimeError, match="bucket_cap_mb"):
+            step(ddp)
+
+
+def test_process_group_helper_maps_gradwire_run_variables(monkeypatch):
+    seen = {}
+    monkeypatch.delenv("RANK", raising=False)
+    for k, v in {"GW_RANK": "1", "GW_WORLD_SIZE": "3", "GW_ROOT_ADDR": "127.0.0.1", "GW_ROOT_PORT": "23456"}.items():
+        monkeypatch.setenv(k, v)
+    for k in ("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend, **kw: seen.update(
+        backend=backend, rank=os.environ["RANK"], world=os.environ["WORLD_SIZE"], port=os.environ["MASTER_PORT"]))
+    gwt.init_process_group()
+    assert seen == {"backend": "gloo", "rank": "1", "world": "3", "port": "23456"}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Benchmark T2 (docs/pytorch.md): one PyTorch DDP trainer (gloo, MLP 784-1024-1024-10 on Fashion-MNIST,
+# 4 ranks each in its own network namespace behind a rate-limited link), only the gradient communication
+# swapped: DDP's allreduce, PyTorch's fp16 and PowerSGD hooks, gradwire's hook with none, fp16, int8,
+# top-k + error feedback and one bit + error feedback. One table per link rate: step time, the share of
+# DDP's step spent communicating, time to 85 % test accuracy and how much sooner than DDP, final accuracy,
+# bytes each rank's interface sent per step.
+#
+#   scripts/bench-t2.sh [t2_ddp.py options...]          e.g. --configs ddp,gw-int8 --epochs 1
+#
+# Environment: GW (the gradwire command; default build/bin/gradwire), RATES ("100mbit 1gbit"), OUT (t2-out),
+# EPOCHS (2), TRAIN_IMAGES (0: all 60000), PYTHON (/usr/bin/python3, Debian's python3-torch).
+# Needs root for the cluster; without it the ranks run on loopback and say so.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+GW="${GW:-$root/build/bin/gradwire}"
+RATES="${RATES:-100mbit 1gbit}"
+OUT="${OUT:-t2-out}"
+EPOCHS="${EPOCHS:-2}"
+TRAIN_IMAGES="${TRAIN_IMAGES:-0}"
+PYTHON="${PYTHON:-/usr/bin/python3}"
+trainer="$root/bindings/python/benchmarks/t2_ddp.py"
+[ -x "$GW" ] || { echo "bench-t2.sh: $GW is not built (scripts/build.sh, or set GW)" >&2; exit 1; }
+"$PYTHON" -c "import torch" 2>/dev/null || { echo "bench-t2.sh: $PYTHON has no torch (Debian python3-torch)" >&2; exit 1; }
+# The binding loads this build's library (and, next to it, its plugins).
+export GRADWIRE_LIBRARY="${GRADWIRE_LIBRARY:-$(dirname "$GW")/../lib/libgradwire.so.0}"
+mkdir -p "$OUT"
+: > "$OUT/t2.jsonl"
+for rate in $RATES; do
+  uptime | sed "s/^/bench-t2.sh: load before $rate: /"
+  echo "== PyTorch DDP, 4 ranks, $rate links"
+  link=(--link "$rate")
+  [ "$(id -u)" -eq 0 ] || { echo "bench-t2.sh: not root: loopback instead of $rate links" >&2; link=(); }
+  # gradwire run places the ranks (MASTER_ADDR, GLOO_SOCKET_IFNAME in the cluster); the trainer takes
+  # torch's variables from gradwire run's (gradwire.torch.init_process_group).
+  OMP_NUM_THREADS=1 "$GW" run -n 4 "${link[@]}" -- "$PYTHON" "$trainer" --epochs "$EPOCHS" \
+    --train-images "$TRAIN_IMAGES" "$@" | tee "$OUT/t2-$rate.log" | grep -E '^\[0\] .*"kind": "(result|compute)"' || true
+  sed -n 's/^\[0\] \({.*}\)$/\1/p' "$OUT/t2-$rate.log" >> "$OUT/t2.jsonl"
+  uptime | sed "s/^/bench-t2.sh: load after $rate: /"
+done
+
+"$PYTHON" - "$OUT/t2.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+links = []
+for r in rows:
+    if r["link"] not in links:
+        links.append(r["link"])
+for link in links:
+    compute = next((r for r in rows if r["link"] == link and r["kind"] == "compute"), None)
+    res = [r for r in rows if r["link"] == link and r["kind"] == "result"]
+    base = next((r for r in res if r["config"] == "ddp"), None)
+    print(f"\nT2 at {link}: 4 ranks, {res[0]['epochs'] if res else '?'} epochs of {res[0]['train_images'] if res else '?'} "
+          f"images, {compute['parameters'] if compute else '?'} parameters; the step without communication "
+          f"{compute['compute_step_seconds'] * 1000:.0f} ms" if compute else "")
+    print(f"{'configuration':<16}{'step ms':>9}{'comm %':>8}{'to 80 %':>10}{'sooner':>8}{'to 85 %':>10}{'sooner':>8}{'final acc':>10}"
+          f"{'acc - ddp':>11}{'sent/step':>11}")
+    for r in res:
+        step = r["step_seconds"]
+        comm = f"{100 * max(0.0, 1 - compute['compute_step_seconds'] / step):.0f}" if compute else "-"
+        t85 = r["seconds_to_85"]
+        sooner = f"{base['seconds_to_85'] / t85:.2f}x" if base and base["seconds_to_85"] and t85 else "-"
+        t80 = r.get("seconds_to_80")
+        sooner80 = f"{base['seconds_to_80'] / t80:.2f}x" if base and base.get("seconds_to_80") and t80 else "-"
+        gap = f"{100 * (r['final_accuracy'] - base['final_accuracy']):+.2f} pt" if base else "-"
+        sent = f"{r['bytes_per_step'] / 1e6:.2f} MB" if r.get("bytes_per_step") else "-"
+        print(f"{r['config']:<16}{1000 * step:>9.0f}{comm:>8}{(f'{t80:.1f} s' if t80 is not None else 'never'):>10}"
+              f"{sooner80:>8}{(f'{t85:.1f} s' if t85 is not None else 'never'):>10}{sooner:>8}{r['final_accuracy']:>10.4f}{gap:>11}{sent:>11}")
+    def t85(name):
+        r = next((r for r in res if r["config"] == name), None)
+        return r["seconds_to_85"] if r else None
+    torch_best = min((t for t in (t85("torch-fp16"), t85("torch-powersgd")) if t), default=None)
+    gw_best = min((t for r in res if r["config"].startswith("gw-") for t in [r["seconds_to_85"]] if t), default=None)
+    if base and base["seconds_to_85"] and t85("gw-int8"):
+        print(f"target gw-int8 >= 2x sooner than ddp: {base['seconds_to_85'] / t85('gw-int8'):.2f}x")
+    if torch_best and gw_best:
+        print(f"target best gradwire hook >= 1.5x sooner than the best PyTorch hook: {torch_best / gw_best:.2f}x")
+print("comm %: share of the step not explained by the step without communication (1 - compute / step); "
+      "sooner: ddp's time to 85 % over this row's; sent/step: bytes the rank's interface sent per step")
+PY
