@@ -13,6 +13,7 @@ const gw_memory_kind = Int32
 const gw_reduce_op = Int32
 const gw_log_level = Int32
 const gw_config_format = Int32
+const gw_ps_mode = Int32
 const gw_log_fn = Ptr{Cvoid}
 const gw_allgather_fn = Ptr{Cvoid}
 
@@ -68,6 +69,8 @@ const GW_SYNC_PARAMETERS_AVERAGED = UInt32(4)
 const GW_ABI_VERSION_MAJOR = UInt32(1)
 const GW_ABI_VERSION_MINOR = UInt32(0)
 const GW_SYNC_ALL_BUCKETS = UInt32(0xffffffff)
+const GW_PS_SYNC = gw_ps_mode(0)
+const GW_PS_ASYNC = gw_ps_mode(1)
 
 # Opaque handles
 abstract type gw_runtime end
@@ -76,6 +79,7 @@ abstract type gw_error_feedback end
 abstract type gw_comm end
 abstract type gw_request end
 abstract type gw_sync end
+abstract type gw_ps end
 
 # Structs (every one starts with struct_size; see the *_INIT constructors in Gradwire.jl)
 struct gw_tensor
@@ -173,6 +177,28 @@ struct gw_sync_stats
     decode_seconds::Cdouble
     steps::UInt64
     syncs::UInt64
+    codec::Cstring
+    codec_reason::Cstring
+end
+
+struct gw_ps_options
+    struct_size::UInt32
+    runtime::Ptr{gw_runtime}
+    servers::UInt32
+    mode::gw_ps_mode
+    staleness::UInt32
+    momentum::Cfloat
+    flags::UInt32
+end
+
+struct gw_ps_stats
+    struct_size::UInt32
+    pushes::UInt64
+    dropped::UInt64
+    wire_bytes::UInt64
+    version::UInt64
+    dead_workers::UInt32
+    flags::UInt32
 end
 
 # Functions
@@ -245,3 +271,11 @@ gw_sync_skip_step(sync) = @ccall libgradwire.gw_sync_skip_step(sync::Ptr{gw_sync
 gw_sync_save_state(sync, buf, capacity, size) = @ccall libgradwire.gw_sync_save_state(sync::Ptr{gw_sync}, buf::Ptr{Cvoid}, capacity::UInt64, size::Ptr{UInt64})::gw_status
 gw_sync_load_state(sync, buf, size) = @ccall libgradwire.gw_sync_load_state(sync::Ptr{gw_sync}, buf::Ptr{Cvoid}, size::UInt64)::gw_status
 gw_sync_get_stats(sync, bucket, stats) = @ccall libgradwire.gw_sync_get_stats(sync::Ptr{gw_sync}, bucket::UInt32, stats::Ptr{gw_sync_stats})::gw_status
+
+# Parameter server
+gw_ps_create(comm, options, parameters, ps) = @ccall libgradwire.gw_ps_create(comm::Ptr{gw_comm}, options::Ptr{gw_ps_options}, parameters::Ptr{gw_tensor}, ps::Ptr{Ptr{gw_ps}})::gw_status
+gw_ps_role(ps, is_server, worker, workers) = @ccall libgradwire.gw_ps_role(ps::Ptr{gw_ps}, is_server::Ptr{Cint}, worker::Ptr{UInt32}, workers::Ptr{UInt32})::gw_status
+gw_ps_push_pull(ps, gradient, lr) = @ccall libgradwire.gw_ps_push_pull(ps::Ptr{gw_ps}, gradient::Ptr{gw_tensor}, lr::Cfloat)::gw_status
+gw_ps_serve(ps) = @ccall libgradwire.gw_ps_serve(ps::Ptr{gw_ps})::gw_status
+gw_ps_get_stats(ps, stats) = @ccall libgradwire.gw_ps_get_stats(ps::Ptr{gw_ps}, stats::Ptr{gw_ps_stats})::gw_status
+gw_ps_destroy(ps) = @ccall libgradwire.gw_ps_destroy(ps::Ptr{gw_ps})::gw_status

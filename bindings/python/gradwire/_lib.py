@@ -137,17 +137,33 @@ class gw_sync_stats(_Struct):
     _fields_ = [("struct_size", c_u32), ("raw_bytes", c_u64), ("wire_bytes", c_u64),
                 ("compression_ratio", ctypes.c_double), ("encode_seconds", ctypes.c_double),
                 ("transfer_seconds", ctypes.c_double), ("decode_seconds", ctypes.c_double), ("steps", c_u64),
-                ("syncs", c_u64)]
+                ("syncs", c_u64), ("codec", c_str), ("codec_reason", c_str)]
 
     def __init__(self, **kw):
         kw.setdefault("compression_ratio", 1.0)
         super().__init__(**kw)
 
 
+class gw_ps_options(_Struct):
+    _fields_ = [("struct_size", c_u32), ("runtime", c_vp), ("servers", c_u32), ("mode", c_enum),
+                ("staleness", c_u32), ("momentum", ctypes.c_float), ("flags", c_u32)]
+
+    def __init__(self, **kw):
+        kw.setdefault("servers", 1)
+        kw.setdefault("staleness", 8)
+        kw.setdefault("momentum", 0.9)
+        super().__init__(**kw)
+
+
+class gw_ps_stats(_Struct):
+    _fields_ = [("struct_size", c_u32), ("pushes", c_u64), ("dropped", c_u64), ("wire_bytes", c_u64),
+                ("version", c_u64), ("dead_workers", c_u32), ("flags", c_u32)]
+
+
 # Every struct the binding declares, by its C name (the layout test walks this).
 STRUCTS = {c.__name__: c for c in (gw_tensor, gw_codec_properties, gw_codec_context, gw_runtime_options,
                                     gw_plugin_info, gw_component_info, gw_comm_options, gw_sync_options,
-                                    gw_sync_bucket_info, gw_sync_stats)}
+                                    gw_sync_bucket_info, gw_sync_stats, gw_ps_options, gw_ps_stats)}
 
 P = ctypes.POINTER
 PP = lambda t: P(P(t))  # noqa: E731
@@ -226,6 +242,12 @@ FUNCTIONS = {
     "gw_sync_save_state": (c_status, [H, c_vp, c_u64, P(c_u64)]),
     "gw_sync_load_state": (c_status, [H, c_vp, c_u64]),
     "gw_sync_get_stats": (c_status, [H, c_u32, P(gw_sync_stats)]),
+    "gw_ps_create": (c_status, [H, P(gw_ps_options), T, P(H)]),
+    "gw_ps_role": (c_status, [H, P(ctypes.c_int), P(c_u32), P(c_u32)]),
+    "gw_ps_push_pull": (c_status, [H, T, ctypes.c_float]),
+    "gw_ps_serve": (c_status, [H]),
+    "gw_ps_get_stats": (c_status, [H, P(gw_ps_stats)]),
+    "gw_ps_destroy": (c_status, [H]),
 }
 
 

@@ -362,6 +362,8 @@ pub struct gw_sync_stats {
     pub decode_seconds: f64,
     pub steps: u64,
     pub syncs: u64,
+    pub codec: *const c_char,
+    pub codec_reason: *const c_char,
 }
 
 impl Default for gw_sync_stats {
@@ -377,6 +379,8 @@ impl Default for gw_sync_stats {
             decode_seconds: 0.0,
             steps: 0,
             syncs: 0,
+            codec: std::ptr::null(),
+            codec_reason: std::ptr::null(),
         }
     }
 }

@@ -46,7 +46,7 @@ fn rust_side() -> BTreeSet<String> {
     fields!(o, gw_sync_options, struct_size, runtime, flags);
     fields!(o, gw_sync_bucket_info, struct_size, codec, count, num_tensors, flags);
     fields!(o, gw_sync_stats, struct_size, raw_bytes, wire_bytes, compression_ratio, encode_seconds,
-            transfer_seconds, decode_seconds, steps, syncs);
+            transfer_seconds, decode_seconds, steps, syncs, codec, codec_reason);
     size!(o, gw_status);
     size!(o, gw_dtype);
     size!(o, gw_memory_kind);

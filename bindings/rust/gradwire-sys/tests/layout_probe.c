@@ -35,6 +35,7 @@ int main(void) {
   S(gw_sync_stats); F(gw_sync_stats, struct_size); F(gw_sync_stats, raw_bytes); F(gw_sync_stats, wire_bytes);
   F(gw_sync_stats, compression_ratio); F(gw_sync_stats, encode_seconds); F(gw_sync_stats, transfer_seconds);
   F(gw_sync_stats, decode_seconds); F(gw_sync_stats, steps); F(gw_sync_stats, syncs);
+  F(gw_sync_stats, codec); F(gw_sync_stats, codec_reason);
   /* enums are 32-bit: the Rust aliases are i32 */
   S(gw_status); S(gw_dtype); S(gw_memory_kind); S(gw_reduce_op); S(gw_log_level); S(gw_config_format);
 
