@@ -713,11 +713,16 @@ std::vector<Check> check_transport(Plugin& plugin, const gw_component& c, const 
                             {(const void*)v->request_free, "request_free"}, {(const void*)v->progress, "progress"},
                             {(const void*)v->abort, "abort"}})
       if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + what + " is NULL";
-    if (!(v->memory_kinds & (1u << GW_MEMORY_HOST))) missing += std::string(missing.empty() ? "" : ", ") +
-                                                               "memory_kinds lacks host memory (the runtime's "
-                                                               "algorithms send host buffers)";
+    if (v->memory_kinds == 0) missing += std::string(missing.empty() ? "" : ", ") + "memory_kinds is empty";
     out.push_back({prefix + "vtable", missing.empty(), false, missing});
     if (!missing.empty()) return out;
+    // A device transport ([transport] device, e.g. NCCL) moves device buffers only: its checks need a GPU.
+    if (!(v->memory_kinds & (1u << GW_MEMORY_HOST))) {
+      out.push_back({prefix + "point_to_point", false, true,
+                     "a device-only transport (memory_kinds without host memory): its checks run on a machine "
+                     "with a GPU (tests/gpu/check.sh)"});
+      return out;
+    }
   }
 
   using Fn = std::string (*)(Ctx&);
