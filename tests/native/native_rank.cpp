@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
     if (st != GW_ERR_UNSUPPORTED) die(std::string("allreduce of a CUDA tensor returned ") + gw_status_string(st));
     if (msg.find("'hostcoll' carries host memory") == std::string::npos)
       die("allreduce of a CUDA tensor: the message does not name the transport and its memory kinds: " + msg);
-    const gw_status sst = gw_send(comm, &t, 0, 1);
+    const uint32_t peer = (uint32_t(g_rank) + 1) % gw_comm_size(comm);  // another rank: sends to oneself are refused first
+    const gw_status sst = gw_send(comm, &t, peer, 1);
     if (sst != GW_ERR_UNSUPPORTED) die(std::string("send of a CUDA tensor returned ") + gw_status_string(sst));
   });
   check(gw_comm_destroy(comm), "gw_comm_destroy");
