@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codec/device.hpp"
+#include "collectives/reduce.hpp"
 #include "core/error.hpp"
 
 namespace gw::staging {
@@ -64,8 +65,10 @@ void for_each_value(const gw_tensor& t, F&& f) {
 
 bool supported(gw_dtype d) { return d == GW_DTYPE_F32 || d == GW_DTYPE_F16 || d == GW_DTYPE_BF16; }
 
-float from_f16(uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }
-uint16_t to_f16(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+// IEEE binary16 through the runtime's one conversion (collectives/reduce.cpp; no _Float16: clang 14 lacks it
+// on x86-64), round to nearest even like the codecs.
+float from_f16(uint16_t h) { return coll::half_to_float(h); }
+uint16_t to_f16(float f) { return coll::float_to_half(f); }
 float from_bf16(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
 uint16_t to_bf16(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
