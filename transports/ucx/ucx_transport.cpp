@@ -283,9 +283,15 @@ Transport::~Transport() {
       if (orphans.empty() || std::chrono::steady_clock::now() > deadline) break;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    if (!orphans.empty())
+    // Operations a failed collective left unfinished (a peer stopped or gone mid-rendezvous) are released,
+    // and then the worker is not driven again: a peer that resumes would otherwise deliver into
+    // rendezvous requests UCX no longer tracks (UCX 1.13's TCP transport asserts on that). Its endpoints
+    // are destroyed with the worker instead of being flushed.
+    const bool abandon = !orphans.empty();
+    if (abandon)
       log(*this, GW_LOG_WARN, std::to_string(orphans.size()) +
-                                  " send(s) were not taken by their receivers within close_timeout_s; releasing them");
+                                  " operation(s) of a failed collective did not finish within a second; releasing "
+                                  "them and closing the endpoints without a flush");
     for (gw_transport_request* r : orphans) {
       if (r->ucx != nullptr) ucp_request_free(r->ucx);  // no callback runs after this
       delete r;
@@ -293,6 +299,7 @@ Transport::~Transport() {
     orphans.clear();
     std::vector<void*> closing;
     for (auto& peer : peers) {
+      if (abandon) break;
       if (peer == nullptr || peer->ep == nullptr) continue;
       ucp_request_param_t param{};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
