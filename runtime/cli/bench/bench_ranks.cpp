@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <random>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +15,35 @@ namespace gwcli::bench {
 
 void check_bench(gw_status s, const std::string& what) {
   if (s != GW_OK) throw std::runtime_error(what + ": " + gw_status_string(s) + ": " + gw_last_error());
+}
+
+std::vector<float> gaussian_input(uint64_t count, uint32_t seed) {
+  std::vector<float> in(count);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (float& v : in) v = d(gen);
+  return in;
+}
+
+std::vector<double> time_compressed_allreduce(gw_comm* comm, gw_codec* codec, std::vector<float>& in,
+                                              std::vector<float>& out, int repetitions, const std::string& suite) {
+  std::vector<double> seconds;
+  for (int rep = 0; rep <= repetitions; ++rep) {  // repetition 0: the warm-up
+    gw_tensor x = GW_TENSOR_INIT, y = GW_TENSOR_INIT;
+    x.dtype = y.dtype = GW_DTYPE_F32;
+    x.data = in.data();
+    y.data = out.data();
+    x.count = y.count = in.size();
+    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+    ctx.seed = 7;
+    ctx.step = uint64_t(rep);
+    check_bench(gw_barrier(comm), suite + ": barrier");
+    const auto t0 = std::chrono::steady_clock::now();
+    check_bench(gw_allreduce_compressed(comm, codec, &ctx, &x, &y, GW_REDUCE_AVG), suite + ": compressed allreduce");
+    const double s = slowest_rank(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (rep > 0) seconds.push_back(s);
+  }
+  return seconds;
 }
 
 double slowest_rank(gw_comm* comm, double mine) {

@@ -55,6 +55,15 @@ void check_bench(gw_status s, const std::string& what);
 // The slowest rank's value of `mine` (an allreduce max).
 double slowest_rank(gw_comm* comm, double mine);
 
+// `count` normally distributed values (mean 0, sd 1) from `seed`: the input of the allreduce suites.
+std::vector<float> gaussian_input(uint64_t count, uint32_t seed);
+
+// The slowest rank's seconds of gw_allreduce_compressed(codec, avg) from `in` into `out`, once per
+// repetition after one warm-up (barrier before each; codec seed 7, step = the repetition). `suite` names
+// the suite in error messages ("P5").
+std::vector<double> time_compressed_allreduce(gw_comm* comm, gw_codec* codec, std::vector<float>& in,
+                                              std::vector<float>& out, int repetitions, const std::string& suite);
+
 // A u8 tensor over `bytes` bytes at data (for gw_send / gw_recv).
 gw_tensor bytes_tensor(void* data, uint64_t bytes);
 

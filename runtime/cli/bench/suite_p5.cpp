@@ -65,12 +65,7 @@ void run_worker(const Options& o, const std::string& out_path) {
   const json result = run_rank({o.config, "", 600}, [&](gw_runtime* rt, gw_comm* comm) {
     rank = gw_comm_rank(comm);
     const uint64_t count = element_count(o);
-    std::vector<float> in(count), out(count);
-    {
-      std::mt19937 gen(1234 + rank);
-      std::normal_distribution<float> d(0.0f, 1.0f);
-      for (float& v : in) v = d(gen);
-    }
+    std::vector<float> in = gaussian_input(count, 1234 + rank), out(count);
     json r = {{"ranks", gw_comm_size(comm)}, {"count", count}, {"codecs", json::object()}};
     r["link_bytes_per_s"] = measure_tcp_rate(comm);
     for (const char* name : kCodecs) {
@@ -82,23 +77,8 @@ void run_worker(const Options& o, const std::string& out_path) {
                                            props.flags & GW_CODEC_SHARED_INDICES);
       uint64_t encoded = 0;
       check_bench(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &encoded), "P5: gw_codec_max_encoded_size");
-      std::vector<double> seconds;
-      for (int rep = 0; rep <= o.repetitions; ++rep) {  // repetition 0: the warm-up
-        gw_tensor x = GW_TENSOR_INIT, y = GW_TENSOR_INIT;
-        x.dtype = y.dtype = GW_DTYPE_F32;
-        x.data = in.data();
-        y.data = out.data();
-        x.count = y.count = count;
-        gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-        ctx.seed = 7;
-        ctx.step = uint64_t(rep);
-        check_bench(gw_barrier(comm), "P5: barrier");
-        const auto t0 = Clock::now();
-        check_bench(gw_allreduce_compressed(comm, codec, &ctx, &x, &y, GW_REDUCE_AVG),
-                    std::string("P5: allreduce ") + name);
-        const double s = slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count());
-        if (rep > 0) seconds.push_back(s);
-      }
+      const std::vector<double> seconds =
+          time_compressed_allreduce(comm, codec, in, out, o.repetitions, std::string("P5 ") + name);
       gw_codec_destroy(codec);
       r["codecs"][name] = {{"seconds", seconds},
                            {"size_ratio", double(4 * count) / double(encoded)},
