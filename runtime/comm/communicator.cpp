@@ -303,33 +303,27 @@ void Communicator::send_notice(uint32_t peer, int32_t code, uint32_t seq, const 
   outgoing_notices_.push_back(std::move(n));
 }
 
-bool Communicator::flush_notices(double seconds) {
+bool Communicator::progress_notices_until(double seconds, const std::function<bool()>& done) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-  auto pending = [this] { return std::find(awaiting_ack_.begin(), awaiting_ack_.end(), true) != awaiting_ack_.end(); };
-  while (pending() && Clock::now() < deadline) {
+  while (!done() && Clock::now() < deadline) {
     try {
       p2p_->progress();
     } catch (const Error&) {
-      break;  // the transport itself failed: nothing more can leave
+      break;  // the transport itself failed: nothing more can move
     }
     poll_notices();
-    if (pending()) sched_yield();
+    if (!done()) sched_yield();
   }
-  return !pending();
+  return done();
+}
+
+bool Communicator::flush_notices(double seconds) {
+  return progress_notices_until(
+      seconds, [this] { return std::find(awaiting_ack_.begin(), awaiting_ack_.end(), true) == awaiting_ack_.end(); });
 }
 
 bool Communicator::await_failure_notice(double seconds) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-  while (failed_status_ == GW_OK && Clock::now() < deadline) {
-    try {
-      p2p_->progress();
-    } catch (const Error&) {
-      break;
-    }
-    poll_notices();
-    if (failed_status_ == GW_OK) sched_yield();
-  }
-  return failed_status_ != GW_OK;
+  return progress_notices_until(seconds, [this] { return failed_status_ != GW_OK; });
 }
 
 size_t Communicator::compare_with_stuck_peers(const Collective& c) const {

@@ -132,6 +132,9 @@ class Communicator {
   // After a transport error: receives for at most `seconds` until a peer's failure notice fails the
   // communicator. True when one did.
   bool await_failure_notice(double seconds);
+  // Drives the transport and the notices until done() or `seconds` passed (or the transport failed);
+  // returns done().
+  bool progress_notices_until(double seconds, const std::function<bool()>& done);
   // Marks the communicator failed (no new operations), ends the active collectives numbered `from_seq`
   // and later and every point-to-point request with (status, message), and with notify tells every
   // other rank. Earlier collectives run on: the other ranks may have completed them already.
