@@ -486,6 +486,10 @@ void killed_peer_body(Plugin& plugin, const gw_component& c, const Options& o, R
     return;
   }
   if (!link.sync(tick)) return;
+  // Rank 0 makes no progress until rank 1 is gone: the large message cannot arrive whole (a transport
+  // that streams it moves at most what the kernel buffers), so the receive must end with the death.
+  // This sync returns false once the parent has reaped the killed rank.
+  (void)link.sync();
   uint64_t bytes = 0;
   const auto start = Clock::now();
   const gw_status st = raw.wait(r, &bytes, o.timeout_s + 5);
