@@ -50,7 +50,7 @@ std::unique_ptr<Exchange> Synchronizer::start_parameter_exchange(uint32_t bucket
     e->request = comm::start_allreduce_compressed(comm_, a);
     ++b.exchanges;
   } else {
-    e->request = start_dense_average(comm_, x, b.count, &e->stats, std::nullopt);
+    e->request = comm::start_allreduce_dense(comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, std::nullopt, &e->stats);
   }
   return e;
 }

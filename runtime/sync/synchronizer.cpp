@@ -13,22 +13,6 @@
 
 namespace gw::sync {
 
-// The dense allreduce of an exempt ("none") bucket or of the parameters, with its bytes booked.
-static comm::Task dense_average(comm::Collective& c, float* buf, uint64_t count, uint64_t threshold,
-                                coll::CompressedStats* stats) {
-  co_await coll::allreduce_dense(c, buf, count, GW_DTYPE_F32, GW_REDUCE_AVG, threshold);
-  stats->raw_bytes += 4 * count;
-  stats->wire_bytes += c.bytes_sent();
-}
-
-gw_request* start_dense_average(comm::Communicator& comm, float* buf, uint64_t count, coll::CompressedStats* stats,
-                                std::optional<uint32_t> seq) {
-  const comm::Signature s{comm::CollectiveKind::Allreduce, GW_REDUCE_AVG, GW_DTYPE_F32, count, 0, 0};
-  const uint64_t threshold = comm.settings().ring_threshold_bytes;
-  const auto algorithm = [=](comm::Collective& c) { return dense_average(c, buf, count, threshold, stats); };
-  return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

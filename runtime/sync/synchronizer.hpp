@@ -51,11 +51,6 @@ std::string codec_for(const std::vector<Rule>& rules, const std::string& name, u
 // and offset; returns the buckets' tensor indices.
 std::vector<std::vector<uint32_t>> assign_buckets(std::vector<TensorEntry>& tensors, uint64_t bucket_bytes);
 
-// The dense average (allreduce) of `count` f32 in place, its bytes booked into `stats` on completion;
-// `seq`: a reserved collective number, or the next one.
-gw_request* start_dense_average(comm::Communicator& comm, float* buf, uint64_t count, coll::CompressedStats* stats,
-                                std::optional<uint32_t> seq);
-
 struct Accounting {
   uint64_t raw_bytes = 0;
   uint64_t wire_bytes = 0;
