@@ -8,7 +8,7 @@
  * Body (little-endian): for each block, f32 min, f32 max, then the block's bytes; the last block may be
  * shorter. Size: n + 8 * ceil(n / block).
  */
-#include <gradwire/plugin.h>
+#include <gradwire/plugin_codec.h> /* a codec needs only its kind's header (plugin.h has every kind) */
 
 #include <math.h>
 #include <stdlib.h>

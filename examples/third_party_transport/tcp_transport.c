@@ -23,7 +23,7 @@
 #define _DEFAULT_SOURCE /* getifaddrs, inet_ntop, MSG_NOSIGNAL */
 #define _POSIX_C_SOURCE 200809L
 
-#include <gradwire/plugin.h>
+#include <gradwire/plugin_transport.h> /* a transport needs only its kind's header (plugin.h has every kind) */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -607,7 +607,7 @@ static gw_status tcp_create(void* plugin_state, const gw_host* host, const gw_co
   const char* address = NULL;
   uint32_t r;
   (void)plugin_state;
-  if (out == NULL || init == NULL || init->world_size == 0 || init->rank >= init->world_size) {
+  if (out == NULL || init == NULL || !GW_STRUCT_HAS(init, gw_transport_init, timeout_s) || init->world_size == 0 || init->rank >= init->world_size) {
     if (host != NULL && host->set_error != NULL)
       host->set_error(host->ctx, "tcp_example transport: create needs an output pointer and a valid rank/world size");
     return GW_ERR_INVALID_ARGUMENT;

@@ -7,7 +7,9 @@ prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 
 # The installed layout docs/ and README.md describe.
-for f in include/gradwire/gradwire.h include/gradwire/plugin.h include/gradwire/types.h bin/gradwire \
+for f in include/gradwire/gradwire.h include/gradwire/plugin.h include/gradwire/types.h \
+         include/gradwire/plugin_core.h include/gradwire/plugin_codec.h include/gradwire/plugin_transport.h \
+         include/gradwire/plugin_schedule.h bin/gradwire \
          lib/gradwire/plugins/libgw-none.so lib/cmake/gradwire/gradwireConfig.cmake \
          lib/cmake/gradwire/gradwireConfigVersion.cmake lib/pkgconfig/gradwire.pc; do
   [ -e "$prefix/$f" ] || { echo "FAIL: $f was not installed"; exit 1; }

@@ -133,7 +133,7 @@ gw_status set_device(Transport& t) {
 }
 
 gw_status check_device_tensor(Transport& t, const gw_tensor* buf, const char* what) {
-  if (buf == nullptr || buf->struct_size < sizeof(gw_tensor))
+  if (buf == nullptr || !GW_STRUCT_HAS(buf, gw_tensor, stream))
     return error(t.host, GW_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL or has a bad struct_size");
   if (buf->memory != GW_MEMORY_CUDA)
     return error(t.host, GW_ERR_UNSUPPORTED,
@@ -243,7 +243,8 @@ gw_status new_request(Transport& t, Request** out) {
 // ---- vtable ------------------------------------------------------------------------------------------
 
 gw_status create(void*, const gw_host* host, const gw_config* config, const gw_transport_init* init, void** out) {
-  if (init == nullptr || out == nullptr) return error(host, GW_ERR_INVALID_ARGUMENT, "create: NULL init or output");
+  if (init == nullptr || out == nullptr || !GW_STRUCT_HAS(init, gw_transport_init, timeout_s))
+    return error(host, GW_ERR_INVALID_ARGUMENT, "create: NULL init or output, or an init shorter than its first version");
   *out = nullptr;
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);

@@ -333,7 +333,7 @@ Transport& as_transport(void* t) {
 gw_status create(void*, const gw_host* host, const gw_config* config, const gw_transport_init* init,
                  void** out) {
   return guarded(host, [&] {
-    if (out == nullptr || init == nullptr || init->struct_size < sizeof(uint32_t) * 5)
+    if (out == nullptr || init == nullptr || !GW_STRUCT_HAS(init, gw_transport_init, timeout_s))
       fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: create needs a transport pointer and a gw_transport_init");
     if (init->world_size == 0 || init->world_size > kMaxRanks || init->rank >= init->world_size)
       fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: rank " + std::to_string(init->rank) + " of " +
@@ -479,7 +479,7 @@ Peer& checked_peer(Transport& t, uint32_t peer, uint64_t tag) {
 }
 
 uint64_t checked_bytes(const gw_tensor* buf) {
-  if (buf == nullptr || buf->struct_size < sizeof(gw_tensor))
+  if (buf == nullptr || !GW_STRUCT_HAS(buf, gw_tensor, stream))
     fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: the buffer is NULL or not initialized with GW_TENSOR_INIT");
   if (buf->memory != GW_MEMORY_HOST)
     fail(GW_ERR_UNSUPPORTED, "ucx transport: only host memory is supported");

@@ -41,6 +41,12 @@
 #define GW_EXTERN_C_END
 #endif
 
+/* Whether the struct at `p` (of type `type`) carries `member`: its struct_size covers the member. A
+ * receiver accepts any struct_size that covers the members of the struct's first version, and treats a
+ * later member the size does not cover as absent (its default). */
+#define GW_STRUCT_HAS(p, type, member) \
+  ((size_t)(p)->struct_size >= offsetof(type, member) + sizeof(((type*)0)->member))
+
 GW_EXTERN_C_BEGIN
 
 /* The one status type. 0 is success, 1 "not finished yet", negative values are errors. After an

@@ -61,7 +61,7 @@ class Error : public std::exception {
 }
 
 inline void report(const gw_host* host, const char* message) noexcept {
-  if (host && host->struct_size > offsetof(gw_host, set_error) && host->set_error)
+  if (host && GW_STRUCT_HAS(host, gw_host, set_error) && host->set_error)
     host->set_error(host->ctx, message);
 }
 
@@ -183,7 +183,7 @@ class CodecBase {
   // applications pass), so the two stay apart at the ABI boundary. A host built with another header may
   // pass a tensor of another struct_size: anything from the first version on is accepted.
   void check_tensor(const gw_tensor& t, uint32_t dtypes, const char* role) const {
-    if (t.struct_size < offsetof(gw_tensor, stream) + sizeof t.stream)
+    if (!GW_STRUCT_HAS(&t, gw_tensor, stream))
       fail(GW_ERR_INVALID_ARGUMENT, std::string(name_) + ": " + role +
                                         " tensor has struct_size too small; fill it with GW_TENSOR_INIT");
     if (t.dtype < 0 || t.dtype > 31 || !(dtypes & (1u << t.dtype)))
