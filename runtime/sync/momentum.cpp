@@ -36,22 +36,11 @@ std::unique_ptr<Exchange> Synchronizer::start_parameter_exchange(uint32_t bucket
     staging::read_f32(*t.parameter, x + t.offset);
   }
   e->started = std::chrono::steady_clock::now();
-  if (b.codec && !b.anchor.empty()) {
+  const bool difference = b.codec && !b.anchor.empty();
+  if (difference)
     for (uint64_t i = 0; i < b.count; ++i) x[i] -= b.anchor[i];
-    coll::CompressedArgs a;
-    a.codec = b.codec;
-    a.ef = b.parameter_ef.get();
-    a.ctx.seed = seed_ + bucket;
-    a.ctx.step = b.exchanges;
-    a.buf = x;
-    a.count = b.count;
-    a.op = GW_REDUCE_AVG;
-    a.stats = &e->stats;
-    e->request = comm::start_allreduce_compressed(comm_, a);
-    ++b.exchanges;
-  } else {
-    e->request = comm::start_allreduce_dense(comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, std::nullopt, &e->stats);
-  }
+  start_average(bucket, difference, b.parameter_ef.get(), x, *e, std::nullopt);
+  if (difference) ++b.exchanges;
   return e;
 }
 

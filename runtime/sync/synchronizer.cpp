@@ -334,22 +334,28 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
   if (momentum_ > 0) apply_momentum(b, x);
   e->started = Clock::now();
   const uint32_t seq = seq_base_ + bucket;
-  if (b.codec) {
-    coll::CompressedArgs a;
-    a.codec = b.codec;
-    a.ef = b.ef.get();
-    a.ctx.seed = seed_ + bucket;
-    a.ctx.step = b.exchanges;
-    a.buf = x;
-    a.count = b.count;
-    a.op = GW_REDUCE_AVG;
-    a.stats = &e->stats;
-    e->request = comm::start_allreduce_compressed(comm_, a, seq);
-  } else {
-    e->request = comm::start_allreduce_dense(comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, seq, &e->stats);
-  }
+  start_average(bucket, b.codec != nullptr, b.ef.get(), x, *e, seq);
   ++b.exchanges;
   return e;
+}
+
+void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback* ef, float* x, Exchange& e,
+                                 std::optional<uint32_t> seq) {
+  const Bucket& b = buckets_[bucket];
+  if (!compressed) {
+    e.request = comm::start_allreduce_dense(comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, seq, &e.stats);
+    return;
+  }
+  coll::CompressedArgs a;
+  a.codec = b.codec;
+  a.ef = ef;
+  a.ctx.seed = seed_ + bucket;
+  a.ctx.step = b.exchanges;
+  a.buf = x;
+  a.count = b.count;
+  a.op = GW_REDUCE_AVG;
+  a.stats = &e.stats;
+  e.request = comm::start_allreduce_compressed(comm_, a, seq);
 }
 
 std::unique_ptr<Exchange> Synchronizer::early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate) {

@@ -144,6 +144,10 @@ class Synchronizer {
   // Starts averaging bucket `bucket`: its gradients, or (accumulated) the accumulator plus, unless
   // already added (after_accumulate), this step's gradients, divided by the micro-steps.
   std::unique_ptr<Exchange> start_exchange(uint32_t bucket, bool accumulated, bool after_accumulate);
+  // Starts the average over the ranks of `x` (bucket `bucket`'s elements) into e.request: through the
+  // bucket's codec with error feedback `ef` when `compressed`, else dense; bytes booked into e.stats.
+  void start_average(uint32_t bucket, bool compressed, ErrorFeedback* ef, float* x, Exchange& e,
+                     std::optional<uint32_t> seq);
   // The early exchange of this step, or a new one.
   std::unique_ptr<Exchange> early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate);
   void start_early(uint32_t bucket, bool accumulated);
