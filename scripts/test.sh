@@ -6,8 +6,27 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh
 # Tests that start ranks (real processes over UCX, network namespaces) run one at a time: in parallel on
 # 2 cores their timeouts would measure the other test's load, not gradwire.
-ctest --test-dir build --output-on-failure -j2 --timeout 900 -LE "multiprocess|cluster|train"
-ctest --test-dir build --output-on-failure --timeout 900 -L "multiprocess|cluster|train"
+# A failed test's output scrolls by in the middle of a long log: at the end, each failed test's output
+# is printed again (the end of the log is what a CI summary shows).
+failed=0
+stage() {
+  local log=$1
+  shift
+  ctest --test-dir build --output-on-failure --timeout 900 -O "$log" "$@" && return 0
+  failed=1
+}
+stage build/ctest-parallel.log -j2 -LE "multiprocess|cluster|train"
+stage build/ctest-serial.log -L "multiprocess|cluster|train"
+if [ "$failed" = 1 ]; then
+  echo "==== the failed tests' output again ===="
+  for log in build/ctest-parallel.log build/ctest-serial.log; do
+    # From each failed test's result line to the next test's start, at most 120 lines each.
+    awk '/\*\*\*(Failed|Timeout|Exception)/ {on = 1; n = 0} on && /^ *Start [0-9]+:/ {on = 0}
+         on && n++ < 120' "$log"
+  done
+  grep -h -A20 "The following tests FAILED" build/ctest-parallel.log build/ctest-serial.log || true
+  exit 1
+fi
 
 # The decoders under libFuzzer with AddressSanitizer and UBSan (clang), each for a bounded time from its
 # committed seed corpus (tests/fuzz/).
