@@ -53,18 +53,6 @@ void run_blocking(comm::Communicator& comm, gw_request* r, const std::string& wh
   if (st != GW_OK) fail(st, what + ": " + error);
 }
 
-// The samples each rank sends to and receives from every other rank in one gw_cache_get.
-comm::Task exchange_samples(comm::Collective& c, std::vector<std::vector<unsigned char>>* send,
-              std::vector<std::vector<unsigned char>>* recv) {
-  const uint32_t n = c.size(), me = c.rank();
-  for (uint32_t k = 1; k < n; ++k) {
-    const uint32_t to = (me + k) % n, from = (me + n - k) % n;
-    if (!(*send)[to].empty()) c.send(to, 0, (*send)[to].data(), (*send)[to].size());
-    if (!(*recv)[from].empty()) c.recv(from, 0, (*recv)[from].data(), (*recv)[from].size());
-  }
-  co_await c.all();
-}
-
 }  // namespace
 
 std::vector<uint64_t> shard_starts(uint64_t num_samples, uint32_t ranks) {
@@ -340,106 +328,155 @@ void Cache::create(const gw_cache_options& o) {
                               "; the data in storage differs from the data set the checksum was taken of");
   send_.resize(size_);
   recv_.resize(size_);
+  want_.resize(size_);
+  asked_.resize(size_);
+  head_out_.resize(size_);
+  head_in_.resize(size_);
+}
+
+// One gw_cache_get is one collective of two (rarely three) rounds, every rank messaging every other
+// directly (docs/cache.md):
+//   0. to each peer a 48-byte header — its list length, its verdict on its own list (NULL pointers, the
+//      first index out of range), how many samples it wants from that peer — followed by those indices
+//      when they fit the capacity every rank agrees on (the longest list of the previous call);
+//   1. only for lists over that capacity: the indices, now that their count is known;
+//   2. each owner sends each requester the samples it asked for, in its order.
+// After round 0 every rank knows every rank's verdict, so a bad request ends the call on every rank at
+// the same point, before any sample moves, without failing the communicator.
+comm::Task Cache::get_rounds(comm::Collective& c) {
+  const uint32_t n = c.size(), me = c.rank();
+  constexpr uint64_t kHead = 6;  // u64: n, status, bad position, bad value, wanted from you, inline
+  const uint64_t cap = capacity_;
+  for (uint32_t k = 1; k < n; ++k) {
+    const uint32_t to = (me + k) % n, from = (me + n - k) % n;
+    std::vector<uint64_t>& h = head_out_[to];
+    h.assign(kHead, 0);
+    h[0] = req_n_;
+    h[1] = req_status_;
+    h[2] = req_bad_pos_;
+    h[3] = req_bad_value_;
+    h[4] = want_[to].size();
+    h[5] = want_[to].size() <= cap ? 1 : 0;
+    if (h[5]) h.insert(h.end(), want_[to].begin(), want_[to].end());
+    c.send(to, 0, h.data(), h.size() * 8);
+    head_in_[from].resize(kHead + cap);
+    c.recv_upto(from, 0, head_in_[from].data(), head_in_[from].size() * 8);
+  }
+  co_await c.all();
+  // Every rank's verdict, in rank order, the same on every rank.
+  uint64_t longest = req_n_;
+  verdict_rank_ = kNoRank;
+  for (uint32_t r = 0; r < n; ++r) {
+    const uint64_t* h = r == me ? nullptr : head_in_[r].data();
+    const uint64_t rn = h ? h[0] : req_n_, st = h ? h[1] : req_status_, bad = h ? h[2] : req_bad_pos_;
+    longest = std::max(longest, rn);
+    if (verdict_rank_ == kNoRank && (st != 0 || bad != kNone)) {
+      verdict_rank_ = r;
+      verdict_[0] = rn;
+      verdict_[1] = st;
+      verdict_[2] = bad;
+      verdict_[3] = h ? h[3] : req_bad_value_;
+    }
+  }
+  capacity_ = longest;
+  if (verdict_rank_ != kNoRank) co_return;
+  // Round 1: the lists that did not fit.
+  for (uint32_t k = 1; k < n; ++k) {
+    const uint32_t to = (me + k) % n, from = (me + n - k) % n;
+    const uint64_t* h = head_in_[from].data();
+    asked_[from].clear();
+    if (h[4] > 0 && h[5]) {
+      asked_[from].assign(h + kHead, h + kHead + h[4]);
+    } else if (h[4] > 0) {
+      asked_[from].resize(h[4]);
+      c.recv(from, 1, asked_[from].data(), h[4] * 8);
+    }
+    if (want_[to].size() > cap) c.send(to, 1, want_[to].data(), want_[to].size() * 8);
+  }
+  co_await c.all();
+  // Round 2: the samples.
+  for (uint32_t k = 1; k < n; ++k) {
+    const uint32_t to = (me + k) % n, from = (me + n - k) % n;
+    send_[to].resize(asked_[to].size() * sample_bytes_);
+    for (size_t j = 0; j < asked_[to].size(); ++j) {
+      const uint64_t i = asked_[to][j];
+      const unsigned char* src = i < num_samples_ ? local_sample(i) : nullptr;
+      if (src == nullptr)
+        fail(GW_ERR_CORRUPT, "gw_cache_get: " + rank_text(to) + " asked this rank for sample " + std::to_string(i) +
+                                 ", which it does not hold (do all ranks run the same gradwire?)");
+      std::memcpy(send_[to].data() + j * sample_bytes_, src, sample_bytes_);
+    }
+    if (!send_[to].empty()) c.send(to, 2, send_[to].data(), send_[to].size());
+    recv_[from].resize(want_[from].size() * sample_bytes_);
+    if (!recv_[from].empty()) c.recv(from, 2, recv_[from].data(), recv_[from].size());
+  }
+  co_await c.all();
 }
 
 void Cache::get(const uint64_t* indices, uint64_t n, void* out) {
-  // 1. Every rank's request size and its first bad index, so a bad request fails every rank before any
-  //    sample moves.
-  constexpr uint64_t kWords = 4;
-  std::vector<uint64_t> head(size_ * kWords, 0);
-  uint64_t* mine = &head[rank_ * kWords];
-  mine[0] = n;
-  mine[1] = 0;
-  mine[2] = kNone;
+  // This rank's verdict on its own list, and what it wants from whom.
+  req_n_ = n;
+  req_status_ = 0;
+  req_bad_pos_ = kNone;
+  req_bad_value_ = 0;
+  for (auto& w : want_) w.clear();
   if (n > 0 && (indices == nullptr || out == nullptr)) {
-    mine[1] = uint64_t(int64_t(GW_ERR_INVALID_ARGUMENT));
+    req_status_ = uint64_t(int64_t(GW_ERR_INVALID_ARGUMENT));
   } else {
-    for (uint64_t i = 0; i < n; ++i)
-      if (indices[i] >= num_samples_) {
-        mine[2] = i;
-        mine[3] = indices[i];
+    for (uint64_t j = 0; j < n; ++j)
+      if (indices[j] >= num_samples_) {
+        req_bad_pos_ = j;
+        req_bad_value_ = indices[j];
         break;
       }
   }
-  allgather(head, kWords, "gw_cache_get: gathering the request sizes");
-  for (uint32_t r = 0; r < size_; ++r) {
-    const uint64_t* h = &head[r * kWords];
-    const std::string who = r == rank_ ? "this rank (" + rank_text(r) + ")" : rank_text(r);
-    if (h[1] != 0)
-      fail(GW_ERR_INVALID_ARGUMENT, "gw_cache_get: " + who + " passed " + std::to_string(h[0]) +
-                                        " indices with a NULL indices or out pointer; no rank fetched anything");
-    if (h[2] != kNone)
-      fail(GW_ERR_INVALID_ARGUMENT, "gw_cache_get: " + who + " asked for index " + std::to_string(h[3]) +
-                                        " (position " + std::to_string(h[2]) +
-                                        " of its list), outside the data set's range [0, " +
-                                        std::to_string(num_samples_) + "); no rank fetched anything");
-  }
-  // 2. Every rank's list.
-  std::vector<uint64_t> counts(size_);
-  uint64_t total = 0;
-  for (uint32_t r = 0; r < size_; ++r) total += counts[r] = head[r * kWords];
-  if (total == 0) {
-    ++stats_.gets;
-    return;
-  }
-  all_indices_.resize(total);
-  const coll::Blocks blocks = coll::blocks_of(counts, 8);
-  if (n > 0) std::memcpy(blocks.at(all_indices_.data(), rank_), indices, n * 8);
-  {
-    void* buf = all_indices_.data();
-    const comm::Signature s{comm::CollectiveKind::Allgatherv, GW_REDUCE_SUM, GW_DTYPE_I64, total, 0, 0};
-    run_blocking(comm_, comm_.start_collective(s, [=](comm::Collective& c) { return coll::allgatherv_ring(c, buf, blocks); }),
-                 "gw_cache_get: gathering the request lists");
-  }
-  // 3. The plan, which every rank computes alike: rank q's sample j travels in a message from its owner
-  //    unless q can read it locally (its own shard, or its node's segment).
-  auto readable_by = [&](uint32_t q, uint32_t owner) {
-    return owner == q || (shared_ && node_of_[owner] == node_of_[q]);
-  };
-  bool any_message = false;
-  for (uint32_t q = 0; q < size_; ++q) {
-    send_[q].clear();
-    recv_[q].clear();
-  }
-  std::vector<uint64_t> recv_count(size_, 0);
-  for (uint32_t q = 0; q < size_; ++q) {
-    const uint64_t* list = all_indices_.data() + blocks.offset[q];
-    for (uint64_t j = 0; j < counts[q]; ++j) {
-      const uint32_t o = owner_of(list[j]);
-      if (readable_by(q, o)) continue;
-      any_message = true;
-      if (o == rank_) {
-        const unsigned char* src = local_sample(list[j]);
-        send_[q].insert(send_[q].end(), src, src + sample_bytes_);
-      }
-      if (q == rank_) ++recv_count[o];
+  if (req_status_ == 0 && req_bad_pos_ == kNone)
+    for (uint64_t j = 0; j < n; ++j) {
+      const uint32_t o = owner_of(indices[j]);
+      if (local_sample(indices[j]) == nullptr) want_[o].push_back(indices[j]);
+    }
+  if (size_ > 1) {
+    const comm::Signature s{comm::CollectiveKind::Alltoallv, GW_REDUCE_SUM, GW_DTYPE_U8, 0, 0, 0};
+    run_blocking(comm_, comm_.start_collective(s, [this](comm::Collective& c) { return get_rounds(c); }),
+                 "gw_cache_get");
+  } else {
+    verdict_rank_ = kNoRank;
+    if (req_status_ != 0 || req_bad_pos_ != kNone) {
+      verdict_rank_ = 0;
+      verdict_[0] = n;
+      verdict_[1] = req_status_;
+      verdict_[2] = req_bad_pos_;
+      verdict_[3] = req_bad_value_;
     }
   }
-  auto* dst = static_cast<unsigned char*>(out);
-  uint64_t fetched = 0, served = 0;
-  if (any_message) {
-    for (uint32_t o = 0; o < size_; ++o) recv_[o].resize(recv_count[o] * sample_bytes_);
-    for (uint32_t q = 0; q < size_; ++q) served += send_[q].size();
-    auto* send = &send_;
-    auto* recv = &recv_;
-    const comm::Signature s{comm::CollectiveKind::Alltoallv, GW_REDUCE_SUM, GW_DTYPE_U8, total, 0, 0};
-    run_blocking(comm_, comm_.start_collective(s, [=](comm::Collective& c) { return exchange_samples(c, send, recv); }),
-                 "gw_cache_get: exchanging the samples");
+  if (verdict_rank_ != kNoRank) {
+    const uint32_t r = verdict_rank_;
+    const std::string who = r == rank_ ? "this rank (" + rank_text(r) + ")" : rank_text(r);
+    if (verdict_[1] != 0)
+      fail(GW_ERR_INVALID_ARGUMENT, "gw_cache_get: " + who + " passed " + std::to_string(verdict_[0]) +
+                                        " indices with a NULL indices or out pointer; no rank fetched anything");
+    fail(GW_ERR_INVALID_ARGUMENT, "gw_cache_get: " + who + " asked for index " + std::to_string(verdict_[3]) +
+                                      " (position " + std::to_string(verdict_[2]) +
+                                      " of its list), outside the data set's range [0, " +
+                                      std::to_string(num_samples_) + "); no rank fetched anything");
   }
-  // 4. Unpack: local samples are copied, the others taken in order from their owner's message.
-  std::vector<uint64_t> taken(size_, 0);
-  uint64_t copied = 0;
+  // Unpack: local samples are copied, the others taken in order from their owner's message.
+  auto* dst = static_cast<unsigned char*>(out);
+  std::vector<uint64_t>& taken = taken_;
+  taken.assign(size_, 0);
+  uint64_t copied = 0, fetched = 0, served = 0;
   for (uint64_t j = 0; j < n; ++j) {
-    const uint32_t o = owner_of(indices[j]);
-    if (readable_by(rank_, o)) {
-      std::memcpy(dst + j * sample_bytes_, local_sample(indices[j]), sample_bytes_);
+    const unsigned char* src = local_sample(indices[j]);
+    if (src != nullptr) {
       copied += sample_bytes_;
     } else {
-      std::memcpy(dst + j * sample_bytes_, recv_[o].data() + taken[o] * sample_bytes_, sample_bytes_);
-      ++taken[o];
+      const uint32_t o = owner_of(indices[j]);
+      src = recv_[o].data() + taken[o]++ * sample_bytes_;
       fetched += sample_bytes_;
     }
+    std::memcpy(dst + j * sample_bytes_, src, sample_bytes_);
   }
+  for (uint32_t q = 0; q < size_; ++q) served += q == rank_ ? 0 : send_[q].size();
   stats_.bytes_local += copied;
   stats_.bytes_fetched += fetched;
   stats_.bytes_served += served;

@@ -62,6 +62,7 @@ class Cache {
   void allgather(std::vector<uint64_t>& all, uint64_t words, const std::string& what);
   void create(const gw_cache_options& o);
   void check_options(const std::vector<uint64_t>& all, uint64_t words, const std::string& local_error);
+  comm::Task get_rounds(comm::Collective& c);
 
   comm::Communicator& comm_;
   uint32_t rank_ = 0, size_ = 1;
@@ -73,9 +74,17 @@ class Cache {
   std::vector<uint64_t> segment_offset_;  // by rank: its shard's offset in this node's segment; ~0: not here
   std::vector<uint32_t> node_of_;
   gw_cache_stats stats_ = GW_CACHE_STATS_INIT;
-  // gw_cache_get's buffers, kept between calls
-  std::vector<uint64_t> all_indices_;
+  // gw_cache_get's state and buffers, kept between calls (by peer)
+  static constexpr uint32_t kNoRank = ~0u;
+  uint64_t capacity_ = 0;  // indices that travel inline in round 0: the longest list of the previous call
+  uint64_t req_n_ = 0, req_status_ = 0, req_bad_pos_ = 0, req_bad_value_ = 0;  // this rank's request
+  uint32_t verdict_rank_ = kNoRank;  // the first rank whose request was bad, and its header
+  uint64_t verdict_[4] = {0, 0, 0, 0};
+  std::vector<std::vector<uint64_t>> want_;   // the indices this rank wants from each owner, in its order
+  std::vector<std::vector<uint64_t>> asked_;  // the indices each peer asked this rank for
+  std::vector<std::vector<uint64_t>> head_out_, head_in_;
   std::vector<std::vector<unsigned char>> send_, recv_;
+  std::vector<uint64_t> taken_;
 };
 
 }  // namespace gw::cache
