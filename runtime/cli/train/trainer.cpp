@@ -113,7 +113,8 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
       const auto compute_start = Clock::now();
       const uint32_t* batch = order.data() + size_t(s) * o.batch + size_t(rank) * shard;
       if (o.fetch_train) {
-        o.fetch_train(batch, shard, fetched, labels);
+        const uint32_t* next = s + 1 < steps_per_epoch ? batch + o.batch : nullptr;
+        o.fetch_train(batch, next, shard, fetched, labels);
         scale_batch(fetched.data(), data.train.pixels(), shard, norm, x);
       } else {
         fill_batch(data.train, norm, batch, shard, x, labels);

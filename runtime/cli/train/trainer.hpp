@@ -23,10 +23,11 @@ struct Normalization {
 Normalization normalization_of(const Split& train);
 
 // Where the training samples come from when they are not in Dataset::train (the data cache): fills
-// `pixels` (count x pixels bytes) and `labels` (count) with the samples at `indices`. Every rank calls it
-// once per step, so it may be collective.
-using FetchSamples = std::function<void(const uint32_t* indices, uint32_t count, std::vector<uint8_t>& pixels,
-                                        std::vector<uint8_t>& labels)>;
+// `pixels` (count x pixels bytes) and `labels` (count) with the samples at `indices`; `next` (count
+// indices, or NULL at the end of an epoch) is the batch the following call will ask for, so it can be
+// fetched meanwhile. Every rank calls it once per step, so it may be collective.
+using FetchSamples = std::function<void(const uint32_t* indices, const uint32_t* next, uint32_t count,
+                                        std::vector<uint8_t>& pixels, std::vector<uint8_t>& labels)>;
 
 struct TrainOptions {
   std::vector<uint32_t> hidden{256, 128};

@@ -130,31 +130,12 @@ void run_worker(const Options& o) {
     options.lr *= config.lr_scale;
     if (config.momentum_in_sync) options.momentum = 0.0f;  // the synchronizer's velocity is what arrives
     if (cached) {
-      options.fetch_train = [&](const uint32_t* indices, uint32_t n, std::vector<uint8_t>& pixels,
-                                std::vector<uint8_t>& labels) { cached->fetch(indices, n, pixels, labels); };
+      options.fetch_train = [&](const uint32_t* indices, const uint32_t* next, uint32_t n, std::vector<uint8_t>& pixels,
+                                std::vector<uint8_t>& labels) { cached->fetch(indices, next, n, pixels, labels); };
       options.normalization = cached->normalization();
     }
     const auto on_point = [&](const gwtrain::CurvePoint& p) {
-      // What this rank holds of the training set, and its peak resident memory.
-    json data_info = {{"cache", o.cache}, {"node_shared", o.cache_node_shared}, {"slow_storage_mb_s", o.slow_storage},
-                      {"load_seconds", load_seconds}};
-    if (cached) {
-      const gw_cache_stats cs = cached->stats();
-      // A node's segment is in memory once: each of its ranks' share of it (GW_LOCAL_SIZE ranks per node).
-      const char* local = std::getenv("GW_LOCAL_SIZE");
-      const uint64_t per_node = local && std::atoi(local) > 0 ? uint64_t(std::atoi(local)) : 1;
-      data_info["train_bytes_held"] = cs.bytes_private + cs.bytes_shared / per_node;
-      data_info["cache"] = {{"bytes_private", cs.bytes_private}, {"bytes_shared", cs.bytes_shared},
-                            {"bytes_local", cs.bytes_local}, {"bytes_fetched", cs.bytes_fetched},
-                            {"bytes_served", cs.bytes_served}, {"loads", cs.loads},
-                            {"bytes_loaded", cs.bytes_loaded}, {"gets", cs.gets}, {"checksum", cs.checksum}};
-    } else {
-      data_info["train_bytes_held"] = data.train.images.size() + data.train.labels.size();
-    }
-    struct rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    data_info["max_rss_bytes"] = uint64_t(usage.ru_maxrss) * 1024;
-    if (!leader) return;
+      if (!leader) return;
       std::printf("%-10s epoch %5.2f  step %6llu  loss %.4f  test acc %.4f  sent %10s  %7.1f s\n", o.worker.c_str(),
                   p.epoch, static_cast<unsigned long long>(p.step), p.train_loss, p.test_accuracy,
                   human_bytes(double(p.bytes)).c_str(), p.seconds);
