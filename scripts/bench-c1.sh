@@ -10,7 +10,7 @@
 #   scripts/bench-c1.sh
 #
 # Environment: GW (the gradwire command; default build/bin/gradwire), RATE (MB/s, 20), EPOCHS (3),
-# RANKS (4), REPEAT (3), OUT (c1-out), PYTHON (python3).
+# RANKS (4), REPEAT (3), HIDDEN (the MLP's hidden layers, 256,128), OUT (c1-out), PYTHON (python3).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GW="${GW:-$root/build/bin/gradwire}"
@@ -18,6 +18,7 @@ RATE="${RATE:-20}"
 EPOCHS="${EPOCHS:-3}"
 RANKS="${RANKS:-4}"
 REPEAT="${REPEAT:-3}"
+HIDDEN="${HIDDEN:-256,128}"
 OUT="${OUT:-c1-out}"
 PYTHON="${PYTHON:-python3}"
 [ -x "$GW" ] || { echo "bench-c1.sh: $GW is not built (scripts/build.sh, or set GW)" >&2; exit 1; }
@@ -31,16 +32,16 @@ for rep in $(seq 1 "$REPEAT"); do
       node-shared) flags=(--cache-node-shared) ;;
     esac
     echo "== $mode, run $rep of $REPEAT"
-    "$GW" train --ranks "$RANKS" --epochs "$EPOCHS" --batch 128 --hidden 64 --evals-per-epoch 1 --configs none \
+    "$GW" train --ranks "$RANKS" --epochs "$EPOCHS" --batch 128 --hidden "$HIDDEN" --evals-per-epoch 1 --configs none \
       --slow-storage "$RATE" "${flags[@]}" --out "$OUT/$mode-$rep" | grep -E '^none ' || true
   done
 done
 uptime | sed 's/^/bench-c1.sh: load after: /'
 
-"$PYTHON" - "$OUT" "$RATE" "$RANKS" "$REPEAT" <<'PY'
+"$PYTHON" - "$OUT" "$RATE" "$RANKS" "$REPEAT" "$HIDDEN" <<'PY'
 import json, os, statistics, sys
-out, rate, ranks, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-print(f"\nC1: {ranks} ranks, storage at {rate} MB/s (emulated), MLP 784-64-10, batch 128; "
+out, rate, ranks, repeat, hidden = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+print(f"\nC1: {ranks} ranks, storage at {rate} MB/s (emulated), MLP 784-{hidden.replace(',', '-')}-10, batch 128; "
       f"median of {repeat} runs (spread max - min)")
 print(f"{'mode':<13}{'load s':>14}{'epoch 1 s':>14}{'later epochs s':>16}{'train set held/rank':>26}"
       f"{'max RSS rank 0':>16}{'final acc':>11}")
