@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <new>
 #include <random>
 
 #include "collectives/algorithms.hpp"
@@ -244,9 +245,14 @@ void Cache::create(const gw_cache_options& o) {
     if (open_status == GW_OK) shard = segment_.data() + segment_offset_[rank_];
     stats_.bytes_shared = bytes;
   } else {
-    private_.resize(count() * sample_bytes_);
-    shard = private_.data();
-    stats_.bytes_private = private_.size();
+    try {
+      private_.resize(count() * sample_bytes_);
+      shard = private_.data();
+      stats_.bytes_private = private_.size();
+    } catch (const std::bad_alloc&) {  // reported through the next allgather, so no rank waits for this one
+      open_status = GW_ERR_NO_MEMORY;
+      open_error = "allocating its " + std::to_string(count() * sample_bytes_) + "-byte shard failed";
+    }
   }
 
   // 3. Load this rank's shard and the first sample of the next rank's shard (the probe), and hash them.
