@@ -168,6 +168,31 @@ void case_content_mismatch(gw_comm* comm) {
   expect_error(create(comm, src, kSamples, 0, 0, &cache), GW_ERR_MISMATCH, "ranks with other data");
 }
 
+// Rank 1 passes no loader: it fails saying why, the others naming it; nobody waits for a timeout.
+void case_bad_options(gw_comm* comm) {
+  Source src;
+  gw_cache_options o = GW_CACHE_OPTIONS_INIT;
+  o.num_samples = kSamples;
+  o.sample_bytes = kBytes;
+  o.load = g_rank == 1 ? nullptr : load;
+  o.load_user = &src;
+  gw_cache* cache = nullptr;
+  expect_error(gw_cache_create(comm, &o, &cache), GW_ERR_INVALID_ARGUMENT, "a rank without a loader");
+}
+
+// Rank 2's storage fails: its loader's status on every rank, naming it.
+gw_status failing_load(void*, uint64_t, uint64_t, void*) { return GW_ERR_NOT_FOUND; }
+void case_loader_fails(gw_comm* comm) {
+  Source src;
+  gw_cache_options o = GW_CACHE_OPTIONS_INIT;
+  o.num_samples = kSamples;
+  o.sample_bytes = kBytes;
+  o.load = g_rank == 2 ? failing_load : load;
+  o.load_user = &src;
+  gw_cache* cache = nullptr;
+  expect_error(gw_cache_create(comm, &o, &cache), GW_ERR_NOT_FOUND, "a loader that fails");
+}
+
 // The data set differs from the checksum every rank expects.
 void case_wrong_checksum(gw_comm* comm) {
   Source src;
@@ -210,6 +235,8 @@ int main(int argc, char** argv) {
   else if (c == "shape-mismatch") case_shape_mismatch(comm, argc > 2 ? argv[2] : "count");
   else if (c == "content-mismatch") case_content_mismatch(comm);
   else if (c == "wrong-checksum") case_wrong_checksum(comm);
+  else if (c == "bad-options") case_bad_options(comm);
+  else if (c == "loader-fails") case_loader_fails(comm);
   else if (c == "dead-rank") case_dead_rank(comm);
   else die("unknown case " + c);
   check(gw_comm_destroy(comm), "gw_comm_destroy");

@@ -105,6 +105,22 @@ TEST(Cache, DifferentContentIsAChecksumMismatchNamingTheRanks) {
   expect_error_everywhere(3, "wrong-checksum", {"GW_ERR_MISMATCH", "checksum mismatch", "options->checksum expects 0x0000000000001234"});
 }
 
+// A rank whose options are invalid, or whose loader fails: every rank fails at once, naming it.
+TEST(Cache, BadOptionsOrAFailingLoaderFailEveryRankNamingIt) {
+  const auto r = run(3, "bad-options");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(line_of(r.output, 1, "EXPECTED-ERROR GW_ERR_INVALID_ARGUMENT").find("options->load is NULL"), std::string::npos)
+      << r.output;
+  for (int rank : {0, 2})
+    EXPECT_NE(line_of(r.output, rank, "EXPECTED-ERROR GW_ERR_INVALID_ARGUMENT").find("rank 1 refused its options"),
+              std::string::npos) << r.output;
+  expect_error_everywhere(3, "loader-fails", {"GW_ERR_NOT_FOUND", "load its shard"});
+  const auto l = run(3, "loader-fails");
+  EXPECT_NE(line_of(l.output, 2, "EXPECTED-ERROR").find("the loader returned GW_ERR_NOT_FOUND for samples [666, 1000)"),
+            std::string::npos) << l.output;
+  EXPECT_NE(line_of(l.output, 0, "EXPECTED-ERROR").find("rank 2 could not load its shard"), std::string::npos) << l.output;
+}
+
 // A rank that dies: the others' gw_cache_get fails with GW_ERR_TRANSPORT naming it.
 TEST(Cache, DeadRankIsATransportErrorNamingIt) {
   const auto r = run(3, "dead-rank");
