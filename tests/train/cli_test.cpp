@@ -160,6 +160,11 @@ TEST(TrainCommand, CacheTrainsFromShards) {
   const double fetched = c.at("bytes_fetched").get<double>(), local = c.at("bytes_local").get<double>();
   EXPECT_EQ(fetched + local, 100.0 * 20 * sample) << c;
   EXPECT_GT(fetched, 1.5 * local) << c;
+  // A parameter server's server ranks draw no batches: refused before any rank starts.
+  const auto ps = run("--ranks 2 --epochs 1 --configs ps-sync --cache --out " + d.string());
+  EXPECT_NE(ps.status, 0);
+  EXPECT_NE(ps.text.find("--cache does not work with the parameter-server configuration 'ps-sync'"), std::string::npos)
+      << ps.text;
   fs::remove_all(d);
 }
 
