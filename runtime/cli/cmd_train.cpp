@@ -42,6 +42,9 @@ int launch(const Options& o, const std::string& name) {
                                 "--slow-factor", std::to_string(o.slow_factor),
                                 "--staleness", std::to_string(o.staleness)});
   if (!o.config_file.empty()) args.insert(args.end(), {"--config", o.config_file});
+  if (o.cache) args.push_back("--cache");
+  if (o.cache_node_shared) args.push_back("--cache-node-shared");
+  if (o.slow_storage > 0) args.insert(args.end(), {"--slow-storage", std::to_string(o.slow_storage)});
   return run_and_wait(args, SpawnOptions{}, "gradwire train");
 }
 
@@ -51,6 +54,9 @@ void run_driver(const Options& o) {
   { RuntimePtr check_config = open_runtime(o.config_file); }  // an invalid TOML file (its own line numbers)
   for (const auto& n : names) {
     const Configuration& c = find_configuration(n);
+    if ((o.cache || o.cache_node_shared) && c.ps_servers > 0)
+      throw Failure(GW_ERR_INVALID_ARGUMENT, "train: --cache does not work with the parameter-server configuration '" + n +
+                                                 "' (its server ranks do not draw batches, and gw_cache_get is collective)");
     RuntimePtr check_overlay = open_runtime_text(configuration_toml(o.config_file, c, o.momentum));  // codecs and schedules exist
   }
   if (!o.link.empty()) gwcli::Cluster::check_rate(o.link, "train");
@@ -133,9 +139,20 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--staleness", o->staleness,
                   "ps-async: pushes computed on parameters more than this many versions old are dropped")
       ->check(CLI::Range(0, 1000000))->capture_default_str();
+  cmd->add_flag("--cache", o->cache,
+                "Hold the training set in a data cache (gw_cache, docs/cache.md): each rank reads only its 1/N "
+                "shard from storage and draws every batch through gw_cache_get, shuffled over the whole set");
+  cmd->add_flag("--cache-node-shared", o->cache_node_shared,
+                "With --cache: the ranks of a node keep their shards in one shared-memory segment "
+                "(GW_CACHE_NODE_SHARED); implies --cache");
+  cmd->add_option("--slow-storage", o->slow_storage,
+                  "Emulate slow storage: reading the training set takes at least bytes / (this many MB/s); the "
+                  "time the real read did not take is slept (docs/cache.md, benchmark C1); 0: off")
+      ->check(CLI::Range(0.0, 100000.0))->capture_default_str();
   cmd->add_option("--worker", o->worker, "Internal: run as one rank of configuration NAME")->group("");
   cmd->footer("Example: gradwire train --ranks 4 --epochs 5 --configs none --out train-out");
   cmd->callback([o, &exit_code] {
+    if (o->cache_node_shared) o->cache = true;
     if (o->worker.empty())
       run_driver(*o);
     else

@@ -57,6 +57,7 @@ const char* kind_name(CollectiveKind kind) {
     case CollectiveKind::Allgatherv: return "allgatherv";
     case CollectiveKind::Broadcast: return "broadcast";
     case CollectiveKind::Barrier: return "barrier";
+    case CollectiveKind::Alltoallv: return "alltoallv";
   }
   return "unknown collective";
 }

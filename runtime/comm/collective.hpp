@@ -26,6 +26,7 @@ enum class CollectiveKind : uint8_t {
   Allgatherv = 4,
   Broadcast = 5,
   Barrier = 6,
+  Alltoallv = 7,  // every rank sends each other rank its own block (the data cache's exchange)
 };
 
 const char* kind_name(CollectiveKind kind);

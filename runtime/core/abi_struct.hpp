@@ -49,6 +49,8 @@ GW_ABI_FIRST_VERSION(gw_sync_bucket_info, flags, GW_SYNC_BUCKET_INFO_INIT);
 GW_ABI_FIRST_VERSION(gw_sync_stats, syncs, GW_SYNC_STATS_INIT);
 GW_ABI_FIRST_VERSION(gw_ps_options, flags, GW_PS_OPTIONS_INIT);
 GW_ABI_FIRST_VERSION(gw_ps_stats, flags, GW_PS_STATS_INIT);
+GW_ABI_FIRST_VERSION(gw_cache_options, flags, GW_CACHE_OPTIONS_INIT);
+GW_ABI_FIRST_VERSION(gw_cache_stats, flags, GW_CACHE_STATS_INIT);
 // Plugin structs (plugin.h). Structs without an *_INIT macro default to zero: an absent function
 // pointer is NULL, i.e. an absent optional member.
 GW_ABI_FIRST_VERSION(gw_config_key, choices, GW_CONFIG_KEY_INIT);

@@ -136,6 +136,38 @@ TEST(TrainCommand, CompressedThroughTheSynchronizer) {
   fs::remove_all(d);
 }
 
+// --cache: each of 3 ranks loads only its shard of the training set into a data cache and draws its
+// batches through gw_cache_get (shuffled over the whole set); it learns like the default path, and the
+// cache accounts for the shard held, the storage read once and the samples fetched from other ranks.
+TEST(TrainCommand, CacheTrainsFromShards) {
+  const fs::path d = temp_dir("cache");
+  const auto r = run("--ranks 3 --epochs 2 --batch 60 --hidden 64 --train-images 3000 --test-images 1000 "
+                     "--evals-per-epoch 1 --configs none --cache --out " + d.string());
+  ASSERT_EQ(r.status, 0) << r.text;
+  std::ifstream in(d / "none.json");
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j.at("curve").size(), 2u);
+  EXPECT_GE(j["curve"][1]["test_accuracy"].get<double>(), 0.7) << r.text;
+  const auto& data = j.at("data");
+  EXPECT_TRUE(data.at("cache").is_object()) << data;
+  const auto& c = data.at("cache");
+  const uint64_t sample = 784 + 1;
+  EXPECT_EQ(c.at("bytes_private").get<uint64_t>(), 1000 * sample) << c;  // rank 0's third of 3000
+  EXPECT_EQ(data.at("train_bytes_held").get<uint64_t>(), 1000 * sample) << data;
+  EXPECT_EQ(c.at("bytes_loaded").get<uint64_t>(), 1001 * sample) << c;   // its shard and one probe sample
+  EXPECT_EQ(c.at("gets").get<uint64_t>(), 100u) << c;                   // 50 steps x 2 epochs
+  // 20 samples per step, about two thirds of them held by the other ranks.
+  const double fetched = c.at("bytes_fetched").get<double>(), local = c.at("bytes_local").get<double>();
+  EXPECT_EQ(fetched + local, 100.0 * 20 * sample) << c;
+  EXPECT_GT(fetched, 1.5 * local) << c;
+  // A parameter server's server ranks draw no batches: refused before any rank starts.
+  const auto ps = run("--ranks 2 --epochs 1 --configs ps-sync --cache --out " + d.string());
+  EXPECT_NE(ps.status, 0);
+  EXPECT_NE(ps.text.find("--cache does not work with the parameter-server configuration 'ps-sync'"), std::string::npos)
+      << ps.text;
+  fs::remove_all(d);
+}
+
 TEST(TrainCommand, BadLinkRate) {
   const auto out = run("--link fast --configs none");
   EXPECT_NE(out.status, 0);

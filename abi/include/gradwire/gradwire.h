@@ -485,6 +485,74 @@ GW_API gw_status gw_ps_get_stats(gw_ps* ps, gw_ps_stats* stats);
 /* Worker: tells the servers it finished. Server: frees. */
 GW_API gw_status gw_ps_destroy(gw_ps* ps);
 
+/* ------------------------------------------------------------------------------------------------
+ * Data cache: a data set of fixed-size samples held in the memory of the ranks, sharded (rank r loads
+ * only samples [r n / N, (r + 1) n / N) from storage, through the application's loader), and served to
+ * any rank over the communicator, so every epoch can shuffle globally without reading storage again.
+ * With GW_CACHE_NODE_SHARED the ranks of a node keep their shards in one POSIX shared-memory segment:
+ * a sample held on the same node is a memcpy, never a message. docs/cache.md.
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct gw_cache gw_cache;
+
+/* Reads samples [first, first + count) from storage into out (count * sample_bytes bytes). Anything but
+ * GW_OK fails gw_cache_create on every rank, naming this rank and the samples. thread: the caller's. */
+typedef gw_status (*gw_cache_load_fn)(void* user, uint64_t first, uint64_t count, void* out);
+
+/* gw_cache_options.flags */
+enum {
+  GW_CACHE_NODE_SHARED = 1u << 0 /* the ranks of a node share one copy of their shards (shm_open) */
+};
+
+typedef struct gw_cache_options {
+  uint32_t struct_size;
+  uint64_t num_samples;   /* samples in the data set, the same on every rank; at least 1 */
+  uint64_t sample_bytes;  /* bytes per sample, the same on every rank; at least 1 */
+  gw_cache_load_fn load;  /* required */
+  void* load_user;        /* passed to load */
+  uint64_t checksum;      /* 0: none; else the data set's checksum (gw_cache_stats.checksum of an earlier
+                             run): another one is GW_ERR_MISMATCH */
+  uint32_t flags;         /* GW_CACHE_* */
+} gw_cache_options;
+
+#define GW_CACHE_OPTIONS_INIT {(uint32_t)sizeof(gw_cache_options), 0u, 0u, NULL, NULL, 0u, 0u}
+
+/* Collective over all ranks of `comm`: checks that every rank passes the same sample count, sample size,
+ * flags and checksum (GW_ERR_MISMATCH naming the ranks that differ), loads this rank's shard, and checks
+ * that neighbouring ranks read the same bytes from storage (each rank also reads the first sample of
+ * the next rank's shard; a difference is GW_ERR_MISMATCH naming both ranks). The communicator is the
+ * cache's between its calls, like any collective's. thread: the communicator's. */
+GW_API gw_status gw_cache_create(gw_comm* comm, const gw_cache_options* options, gw_cache** cache);
+/* This rank's shard: samples [*first, *first + *count). Either pointer may be NULL. thread: any. */
+GW_API gw_status gw_cache_shard(gw_cache* cache, uint64_t* first, uint64_t* count);
+/* Collective: every rank calls it once per batch with its own list (n may differ between ranks, and be
+ * 0). out receives n * sample_bytes bytes: sample indices[i] at i * sample_bytes. An index outside
+ * [0, num_samples) on any rank is GW_ERR_INVALID_ARGUMENT on every rank, naming the rank, the index
+ * and the range, before any sample moves. A rank that died is GW_ERR_TRANSPORT naming it.
+ * thread: the communicator's. */
+GW_API gw_status gw_cache_get(gw_cache* cache, const uint64_t* indices, uint64_t n, void* out);
+
+typedef struct gw_cache_stats {
+  uint32_t struct_size;
+  uint64_t bytes_private;  /* sample bytes held in this rank's own memory (0 with GW_CACHE_NODE_SHARED) */
+  uint64_t bytes_shared;   /* GW_CACHE_NODE_SHARED: bytes of this node's segment (in memory once per
+                              node, mapped by each of its ranks); else 0 */
+  uint64_t bytes_local;    /* sample bytes gw_cache_get copied from this rank's or this node's memory */
+  uint64_t bytes_fetched;  /* sample bytes gw_cache_get received from other ranks in messages */
+  uint64_t bytes_served;   /* sample bytes gw_cache_get sent to other ranks in messages */
+  uint64_t loads;          /* calls of the loader on this rank */
+  uint64_t bytes_loaded;   /* bytes this rank's loader read from storage */
+  uint64_t gets;           /* gw_cache_get calls completed */
+  uint64_t checksum;       /* the data set's checksum: the same on every rank, for any number of ranks */
+  uint32_t flags;          /* reserved */
+} gw_cache_stats;
+
+#define GW_CACHE_STATS_INIT {(uint32_t)sizeof(gw_cache_stats), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u}
+
+GW_API gw_status gw_cache_get_stats(gw_cache* cache, gw_cache_stats* stats);
+/* Frees the cache (and this rank's mapping of the node's segment). Not collective. */
+GW_API gw_status gw_cache_destroy(gw_cache* cache);
+
 GW_EXTERN_C_END
 
 #endif /* GRADWIRE_GRADWIRE_H */

@@ -16,6 +16,7 @@ const gw_config_format = Int32
 const gw_ps_mode = Int32
 const gw_log_fn = Ptr{Cvoid}
 const gw_allgather_fn = Ptr{Cvoid}
+const gw_cache_load_fn = Ptr{Cvoid}
 
 const GW_OK = gw_status(0)
 const GW_IN_PROGRESS = gw_status(1)
@@ -71,6 +72,7 @@ const GW_ABI_VERSION_MINOR = UInt32(0)
 const GW_SYNC_ALL_BUCKETS = UInt32(0xffffffff)
 const GW_PS_SYNC = gw_ps_mode(0)
 const GW_PS_ASYNC = gw_ps_mode(1)
+const GW_CACHE_NODE_SHARED = UInt32(1)
 
 # Opaque handles
 abstract type gw_runtime end
@@ -80,6 +82,7 @@ abstract type gw_comm end
 abstract type gw_request end
 abstract type gw_sync end
 abstract type gw_ps end
+abstract type gw_cache end
 
 # Structs (every one starts with struct_size; see the *_INIT constructors in Gradwire.jl)
 struct gw_tensor
@@ -201,6 +204,30 @@ struct gw_ps_stats
     flags::UInt32
 end
 
+struct gw_cache_options
+    struct_size::UInt32
+    num_samples::UInt64
+    sample_bytes::UInt64
+    load::gw_cache_load_fn
+    load_user::Ptr{Cvoid}
+    checksum::UInt64
+    flags::UInt32
+end
+
+struct gw_cache_stats
+    struct_size::UInt32
+    bytes_private::UInt64
+    bytes_shared::UInt64
+    bytes_local::UInt64
+    bytes_fetched::UInt64
+    bytes_served::UInt64
+    loads::UInt64
+    bytes_loaded::UInt64
+    gets::UInt64
+    checksum::UInt64
+    flags::UInt32
+end
+
 # Functions
 gw_version() = @ccall libgradwire.gw_version()::UInt32
 gw_version_string() = @ccall libgradwire.gw_version_string()::Cstring
@@ -279,3 +306,10 @@ gw_ps_push_pull(ps, gradient, lr) = @ccall libgradwire.gw_ps_push_pull(ps::Ptr{g
 gw_ps_serve(ps) = @ccall libgradwire.gw_ps_serve(ps::Ptr{gw_ps})::gw_status
 gw_ps_get_stats(ps, stats) = @ccall libgradwire.gw_ps_get_stats(ps::Ptr{gw_ps}, stats::Ptr{gw_ps_stats})::gw_status
 gw_ps_destroy(ps) = @ccall libgradwire.gw_ps_destroy(ps::Ptr{gw_ps})::gw_status
+
+# Data cache
+gw_cache_create(comm, options, cache) = @ccall libgradwire.gw_cache_create(comm::Ptr{gw_comm}, options::Ptr{gw_cache_options}, cache::Ptr{Ptr{gw_cache}})::gw_status
+gw_cache_shard(cache, first, count) = @ccall libgradwire.gw_cache_shard(cache::Ptr{gw_cache}, first::Ptr{UInt64}, count::Ptr{UInt64})::gw_status
+gw_cache_get(cache, indices, n, out) = @ccall libgradwire.gw_cache_get(cache::Ptr{gw_cache}, indices::Ptr{UInt64}, n::UInt64, out::Ptr{Cvoid})::gw_status
+gw_cache_get_stats(cache, stats) = @ccall libgradwire.gw_cache_get_stats(cache::Ptr{gw_cache}, stats::Ptr{gw_cache_stats})::gw_status
+gw_cache_destroy(cache) = @ccall libgradwire.gw_cache_destroy(cache::Ptr{gw_cache})::gw_status

@@ -160,10 +160,22 @@ class gw_ps_stats(_Struct):
                 ("version", c_u64), ("dead_workers", c_u32), ("flags", c_u32)]
 
 
+class gw_cache_options(_Struct):
+    _fields_ = [("struct_size", c_u32), ("num_samples", c_u64), ("sample_bytes", c_u64), ("load", c_vp),
+                ("load_user", c_vp), ("checksum", c_u64), ("flags", c_u32)]
+
+
+class gw_cache_stats(_Struct):
+    _fields_ = [("struct_size", c_u32), ("bytes_private", c_u64), ("bytes_shared", c_u64), ("bytes_local", c_u64),
+                ("bytes_fetched", c_u64), ("bytes_served", c_u64), ("loads", c_u64), ("bytes_loaded", c_u64),
+                ("gets", c_u64), ("checksum", c_u64), ("flags", c_u32)]
+
+
 # Every struct the binding declares, by its C name (the layout test walks this).
 STRUCTS = {c.__name__: c for c in (gw_tensor, gw_codec_properties, gw_codec_context, gw_runtime_options,
                                     gw_plugin_info, gw_component_info, gw_comm_options, gw_sync_options,
-                                    gw_sync_bucket_info, gw_sync_stats, gw_ps_options, gw_ps_stats)}
+                                    gw_sync_bucket_info, gw_sync_stats, gw_ps_options, gw_ps_stats,
+                                    gw_cache_options, gw_cache_stats)}
 
 P = ctypes.POINTER
 PP = lambda t: P(P(t))  # noqa: E731
@@ -248,6 +260,11 @@ FUNCTIONS = {
     "gw_ps_serve": (c_status, [H]),
     "gw_ps_get_stats": (c_status, [H, P(gw_ps_stats)]),
     "gw_ps_destroy": (c_status, [H]),
+    "gw_cache_create": (c_status, [H, P(gw_cache_options), P(H)]),
+    "gw_cache_shard": (c_status, [H, P(c_u64), P(c_u64)]),
+    "gw_cache_get": (c_status, [H, P(c_u64), c_u64, c_vp]),
+    "gw_cache_get_stats": (c_status, [H, P(gw_cache_stats)]),
+    "gw_cache_destroy": (c_status, [H]),
 }
 
 

@@ -79,9 +79,8 @@ Split load_split(const std::string& dir, const std::string& prefix) {
   return s;
 }
 
-}  // namespace
-
-IdxArray read_idx(const std::string& path, uint32_t expected_rank) {
+// Opens the file and checks its header; the sizes go to `dims`.
+std::unique_ptr<gzFile_s, GzCloser> open_idx(const std::string& path, uint32_t expected_rank, std::vector<uint32_t>& dims) {
   std::unique_ptr<gzFile_s, GzCloser> f(gzopen(path.c_str(), "rb"));
   if (!f) throw DataError(path + ": cannot open: " + std::strerror(errno));
   unsigned char magic[4];
@@ -97,17 +96,48 @@ IdxArray read_idx(const std::string& path, uint32_t expected_rank) {
   if (magic[3] != expected_rank)
     throw DataError(corrupt(path, std::to_string(magic[3]) + " dimensions where " + std::to_string(expected_rank) +
                                       " are expected"));
-  IdxArray a;
-  a.dims.resize(expected_rank);
+  dims.resize(expected_rank);
   uint64_t elements = 1;
   for (uint32_t d = 0; d < expected_rank; ++d) {
     unsigned char b[4];
     if (!read_exact(f.get(), b, 4, path)) throw DataError(corrupt(path, "the header ends inside the dimension sizes"));
-    a.dims[d] = big_endian(b);
-    if (a.dims[d] == 0) throw DataError(corrupt(path, "dimension " + std::to_string(d) + " is 0"));
-    elements *= a.dims[d];
+    dims[d] = big_endian(b);
+    if (dims[d] == 0) throw DataError(corrupt(path, "dimension " + std::to_string(d) + " is 0"));
+    elements *= dims[d];
     if (elements > kMaxElements) throw DataError(corrupt(path, "the dimensions announce more than 2^31 elements"));
   }
+  return f;
+}
+
+}  // namespace
+
+std::vector<uint32_t> read_idx_dims(const std::string& path, uint32_t expected_rank) {
+  std::vector<uint32_t> dims;
+  open_idx(path, expected_rank, dims);
+  return dims;
+}
+
+void read_idx_range(const std::string& path, uint32_t rank, uint64_t offset, uint64_t bytes, void* out) {
+  std::vector<uint32_t> dims;
+  auto f = open_idx(path, rank, dims);
+  uint64_t elements = 1;
+  for (uint32_t d : dims) elements *= d;
+  if (offset + bytes > elements)
+    throw DataError(path + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
+                    ") are past its " + std::to_string(elements) + " elements");
+  if (gzseek(f.get(), z_off_t(4 + 4 * rank + offset), SEEK_SET) < 0) throw DataError(path + ": cannot seek");
+  if (!read_exact(f.get(), out, bytes, path)) throw DataError(corrupt(path, "truncated"));
+}
+
+std::string fashion_mnist_file(const std::string& dir, const std::string& name) { return find_file(dir, name); }
+
+Split load_fashion_mnist_split(const std::string& dir, const std::string& prefix) { return load_split(dir, prefix); }
+
+IdxArray read_idx(const std::string& path, uint32_t expected_rank) {
+  IdxArray a;
+  auto f = open_idx(path, expected_rank, a.dims);
+  uint64_t elements = 1;
+  for (uint32_t d : a.dims) elements *= d;
   a.data.resize(elements);
   if (!read_exact(f.get(), a.data.data(), a.data.size(), path))
     throw DataError(corrupt(path, "truncated: the header announces " + std::to_string(elements) +

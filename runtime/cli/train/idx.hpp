@@ -46,5 +46,14 @@ inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnis
 // Loads {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from `dir`: images and labels must agree in
 // count, labels must be 0..9. A missing directory or file names the Debian package and --data.
 Dataset load_fashion_mnist(const std::string& dir);
+// One split of it ("train" or "t10k"), checked the same way.
+Split load_fashion_mnist_split(const std::string& dir, const std::string& prefix);
+
+// Part of a split, for readers that hold only a shard of it (the data cache): the file of
+// PREFIX-images-idx3-ubyte or PREFIX-labels-idx1-ubyte (.gz first), its sizes from the header, and
+// `bytes` bytes starting at element `offset` (gzip files are decompressed up to there).
+std::string fashion_mnist_file(const std::string& dir, const std::string& name);
+std::vector<uint32_t> read_idx_dims(const std::string& path, uint32_t expected_rank);
+void read_idx_range(const std::string& path, uint32_t rank, uint64_t offset, uint64_t bytes, void* out);
 
 }  // namespace gwtrain

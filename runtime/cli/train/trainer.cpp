@@ -25,6 +25,18 @@ std::vector<uint32_t> permutation(uint32_t n, uint64_t seed, uint32_t epoch) {
   return order;
 }
 
+// Column j of x: image j of `images` (count x pixels bytes), scaled.
+void scale_batch(const uint8_t* images, uint32_t pixels, uint32_t count, const Normalization& norm, Matrix& x) {
+  x.resize(pixels, count);
+  const float scale = 1.0f / (255.0f * norm.std);
+  const float shift = norm.mean / norm.std;
+  for (uint32_t j = 0; j < count; ++j) {
+    const uint8_t* img = images + size_t(j) * pixels;
+    float* col = x.col(j).data();
+    for (uint32_t p = 0; p < pixels; ++p) col[p] = float(img[p]) * scale - shift;
+  }
+}
+
 void fill_batch(const Split& split, const Normalization& norm, const uint32_t* indices, uint32_t count, Matrix& x,
                 std::vector<uint8_t>& labels) {
   const uint32_t pixels = split.pixels();
@@ -78,7 +90,7 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
   Mlp model(sizes);
   model.init(o.seed);
   Sgd sgd(model.parameters().size(), o.momentum);
-  const Normalization norm = normalization_of(data.train);
+  const Normalization norm = o.fetch_train ? o.normalization : normalization_of(data.train);
   exchange.attach(model.parameters(), model.gradients(), model.tensors());
   if (!exchange.trains()) return {};  // a server rank: attach served until the workers finished
 
@@ -90,7 +102,7 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
 
   TrainResult result;
   Matrix x;
-  std::vector<uint8_t> labels;
+  std::vector<uint8_t> labels, fetched;
   double loss_since = 0, train_seconds = 0;
   uint32_t steps_since = 0;
   uint64_t step = 0;
@@ -99,7 +111,14 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
     auto started = Clock::now();
     for (uint32_t s = 0; s < steps_per_epoch; ++s, ++step) {
       const auto compute_start = Clock::now();
-      fill_batch(data.train, norm, order.data() + size_t(s) * o.batch + size_t(rank) * shard, shard, x, labels);
+      const uint32_t* batch = order.data() + size_t(s) * o.batch + size_t(rank) * shard;
+      if (o.fetch_train) {
+        const uint32_t* next = s + 1 < steps_per_epoch ? batch + o.batch : nullptr;
+        o.fetch_train(batch, next, shard, fetched, labels);
+        scale_batch(fetched.data(), data.train.pixels(), shard, norm, x);
+      } else {
+        fill_batch(data.train, norm, batch, shard, x, labels);
+      }
       loss_since += model.compute_gradients(x, labels.data());
       ++steps_since;
       if (int64_t(rank) == o.slow_rank && o.slow_factor > 1.0f)

@@ -15,6 +15,20 @@
 
 namespace gwtrain {
 
+// Per-pixel scaling of the images: (byte / 255 - mean) / std, mean and std over the training images.
+struct Normalization {
+  float mean = 0;
+  float std = 1;
+};
+Normalization normalization_of(const Split& train);
+
+// Where the training samples come from when they are not in Dataset::train (the data cache): fills
+// `pixels` (count x pixels bytes) and `labels` (count) with the samples at `indices`; `next` (count
+// indices, or NULL at the end of an epoch) is the batch the following call will ask for, so it can be
+// fetched meanwhile. Every rank calls it once per step, so it may be collective.
+using FetchSamples = std::function<void(const uint32_t* indices, const uint32_t* next, uint32_t count,
+                                        std::vector<uint8_t>& pixels, std::vector<uint8_t>& labels)>;
+
 struct TrainOptions {
   std::vector<uint32_t> hidden{256, 128};
   uint32_t epochs = 8;
@@ -28,6 +42,10 @@ struct TrainOptions {
   // A straggler: the rank (Exchange::rank()) that sleeps (slow_factor - 1) x its compute time per step.
   int64_t slow_rank = -1;
   float slow_factor = 1.0f;
+  // The data cache: the training batches come from fetch_train (Dataset::train then holds the sizes
+  // only) and the images are scaled by `normalization` (computed over the whole training set).
+  FetchSamples fetch_train;
+  Normalization normalization;
 };
 
 // One evaluation of the test set during training.
@@ -47,12 +65,6 @@ struct TrainResult {
   std::vector<float> parameters;  // the final weights
 };
 
-// Per-pixel scaling of the images: (byte / 255 - mean) / std, mean and std over the training images.
-struct Normalization {
-  float mean = 0;
-  float std = 1;
-};
-Normalization normalization_of(const Split& train);
 
 // Trains and returns the curve and final weights; `on_point` sees each evaluation as it happens
 // (also on ranks other than 0). Throws std::invalid_argument for options that cannot work.

@@ -70,6 +70,9 @@ struct Options {
   int slow_rank = -1;  // a straggler (benchmark T3)
   float slow_factor = 3.0f;
   uint32_t staleness = 16;  // ps-async
+  bool cache = false;              // the training set in a data cache (gw_cache), each rank loading 1/N
+  bool cache_node_shared = false;  // ... with GW_CACHE_NODE_SHARED
+  double slow_storage = 0;         // MB/s: reading the training set from storage takes bytes / rate
 };
 
 // The comma-separated parts of `s`, empty ones dropped.
