@@ -14,7 +14,10 @@ for _ in $(seq "$(nproc)"); do
 done
 trap 'kill "${spinners[@]}" 2>/dev/null || true' EXIT
 echo "failure_stress: ${repeat} repetitions with ${#spinners[@]} spinning processes"
-"$1" --gtest_filter='*Mismatch*:*Killed*:*LateRank*:*DestroyAfter*' --gtest_repeat="$repeat" --gtest_brief=1
+# Both programs run whatever the first one's verdict; the exit status fails if either failed.
+status=0
+"$1" --gtest_filter='*Mismatch*:*Killed*:*LateRank*:*DestroyAfter*' --gtest_repeat="$repeat" --gtest_brief=1 || status=1
 if [ $# -ge 2 ]; then
-  "$2" --gtest_filter='*Mismatch*' --gtest_repeat="$repeat" --gtest_brief=1
+  "$2" --gtest_filter='*Mismatch*' --gtest_repeat="$repeat" --gtest_brief=1 || status=1
 fi
+exit $status

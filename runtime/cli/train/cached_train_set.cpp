@@ -101,11 +101,9 @@ void CachedTrainSet::create(gw_runtime* runtime, uint32_t flags) {
   rows_ = dims[1];
   cols_ = dims[2];
 
-  // A communicator of its own (the synchronizer's is the synchronizer's): the launcher's root port + 2.
+  // A communicator of its own (the synchronizer's is the synchronizer's), from the same launcher
+  // variables: every rank creates it at the same point of its sequence of communicators.
   gw_comm_options options = GW_COMM_OPTIONS_INIT;
-  const char* port = std::getenv("GW_ROOT_PORT");
-  if (port == nullptr) port = std::getenv("MASTER_PORT");
-  if (port != nullptr) options.root_port = std::atoll(port) + 2;
   check(gw_comm_create(runtime, &options, &comm_), "the data cache's communicator (gw_comm_create)");
   const uint64_t rank = gw_comm_rank(comm_), size = gw_comm_size(comm_);
   shard_first_ = uint64_t(count_) * rank / size;

@@ -23,10 +23,8 @@ CommExchange::CommExchange(gw_runtime* runtime, bool eval_comm) : runtime_(runti
   gw_comm_options options = GW_COMM_OPTIONS_INIT;
   check(gw_comm_create(runtime, &options, &comm_), "cannot join the other ranks (gw_comm_create)");
   if (eval_comm) {
-    // Its rendezvous needs a port of its own: the launcher's root port + 1.
-    const char* port = std::getenv("GW_ROOT_PORT");
-    if (port == nullptr) port = std::getenv("MASTER_PORT");
-    if (port != nullptr) options.root_port = std::atoll(port) + 1;
+    // The second communicator of this process meets on the same launcher variables (docs/bootstrap.md:
+    // every rank creates its communicators in the same order).
     check(gw_comm_create(runtime, &options, &eval_comm_), "the evaluation communicator (gw_comm_create)");
   }
 }

@@ -9,7 +9,7 @@
 use std::os::raw::{c_char, c_void};
 
 pub const GW_ABI_VERSION_MAJOR: u32 = 1;
-pub const GW_ABI_VERSION_MINOR: u32 = 0;
+pub const GW_ABI_VERSION_MINOR: u32 = 1;
 
 // ---- gw_status ---------------------------------------------------------------------------------
 pub type gw_status = i32;

@@ -24,7 +24,7 @@ pub type gw_component_kind = i32;
 pub const GW_COMPONENT_CODEC: gw_component_kind = 0;
 
 pub const GW_ABI_VERSION_MAJOR: u32 = 1;
-pub const GW_ABI_VERSION_MINOR: u32 = 0;
+pub const GW_ABI_VERSION_MINOR: u32 = 1;
 pub const GW_CODEC_STATEFUL: u32 = 1 << 5;
 pub const GW_DECODE_ACCUMULATE: u32 = 1 << 0;
 

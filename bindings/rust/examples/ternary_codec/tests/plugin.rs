@@ -42,7 +42,7 @@ fn listed_with_its_component() {
     let t = p.iter().find(|p| p.name == "rust_ternary").expect("rust_ternary not listed");
     assert!(t.error.is_none(), "{:?}", t.error);
     assert_eq!(t.version, "1.0.0");
-    assert_eq!(t.abi, (1, 0));
+    assert_eq!(t.abi, (1, 1));
     assert_eq!(t.components.len(), 1);
     assert_eq!(t.components[0].name, "ternary");
     let reference = rt.config_dump(gradwire::ConfigFormat::Reference).unwrap();
