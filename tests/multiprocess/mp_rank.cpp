@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include "../support/half_oracle.hpp"
 
 namespace {
 
@@ -38,8 +39,8 @@ void check(gw_status st, const std::string& what) {
 
 // ---- element types and the serial reference ----------------------------------------------------
 
-uint16_t to_half(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
-float from_half(uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }
+uint16_t to_half(float f) { return gwtest::half_from_float(f); }
+float from_half(uint16_t h) { return gwtest::float_from_half(h); }
 uint16_t to_bf16(float f) {  // round to nearest even; the inputs here are never NaN
   const uint32_t u = std::bit_cast<uint32_t>(f);
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);

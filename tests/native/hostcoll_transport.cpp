@@ -16,6 +16,7 @@
 #include <new>
 #include <string>
 #include <vector>
+#include "../support/half_oracle.hpp"
 
 namespace {
 
@@ -78,7 +79,7 @@ double load(gw_dtype d, const unsigned char* p) {
     case GW_DTYPE_F64: { double v; std::memcpy(&v, p, 8); return v; }
     case GW_DTYPE_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case GW_DTYPE_I64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
-    case GW_DTYPE_F16: { uint16_t v; std::memcpy(&v, p, 2); return double(std::bit_cast<_Float16>(v)); }
+    case GW_DTYPE_F16: { uint16_t v; std::memcpy(&v, p, 2); return double(gwtest::float_from_half(v)); }
     case GW_DTYPE_BF16: { uint16_t v; std::memcpy(&v, p, 2); return double(std::bit_cast<float>(uint32_t(v) << 16)); }
     default: return 0;
   }

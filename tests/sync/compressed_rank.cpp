@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common.hpp"
+#include "../support/half_oracle.hpp"
 
 using namespace synctest;
 
@@ -229,8 +230,8 @@ int main(int argc, char** argv) {
       std::memcpy(&f, &u, 4);
       return f;
     };
-    const auto to_f16 = [](float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); };
-    const auto from_f16 = [](uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); };
+    const auto to_f16 = [](float f) { return gwtest::half_from_float(f); };
+    const auto from_f16 = [](uint16_t h) { return gwtest::float_from_half(h); };
     const uint64_t count = 20011;
     for (const CodecCase& cc : kCodecs) {
       for (gw_dtype dt : {GW_DTYPE_BF16, GW_DTYPE_F16}) {
