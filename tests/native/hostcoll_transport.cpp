@@ -91,7 +91,7 @@ void store(gw_dtype d, unsigned char* p, double x) {
     case GW_DTYPE_F64: std::memcpy(p, &x, 8); break;
     case GW_DTYPE_I32: { int32_t v = int32_t(x); std::memcpy(p, &v, 4); break; }
     case GW_DTYPE_I64: { int64_t v = int64_t(x); std::memcpy(p, &v, 8); break; }
-    case GW_DTYPE_F16: { uint16_t v = std::bit_cast<uint16_t>(_Float16(float(x))); std::memcpy(p, &v, 2); break; }
+    case GW_DTYPE_F16: { uint16_t v = gwtest::half_from_float(float(x)); std::memcpy(p, &v, 2); break; }
     case GW_DTYPE_BF16: {
       const uint32_t u = std::bit_cast<uint32_t>(float(x));
       const uint16_t v = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
