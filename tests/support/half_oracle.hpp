@@ -24,7 +24,8 @@ inline float float_from_half(uint16_t bits) {
 #include <immintrin.h>
 namespace gwtest {
 __attribute__((target("f16c"))) inline uint16_t half_from_float(float f) {
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+  const __m128i h = _mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT);
+  return static_cast<uint16_t>(_mm_cvtsi128_si32(h) & 0xffff);
 }
 __attribute__((target("f16c"))) inline float float_from_half(uint16_t bits) { return _cvtsh_ss(bits); }
 }  // namespace gwtest

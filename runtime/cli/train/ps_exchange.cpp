@@ -9,7 +9,7 @@ void check(gw_status status, const std::string& doing) {
 
 }  // namespace
 
-PsExchange::PsExchange(gw_runtime* runtime, gw_ps_options options) : runtime_(runtime), options_(options) {
+PsExchange::PsExchange(gw_runtime* runtime, gw_ps_options options) : options_(options) {
   options_.runtime = runtime;
   gw_comm_options co = GW_COMM_OPTIONS_INIT;
   check(gw_comm_create(runtime, &co, &comm_), "cannot join the other ranks (gw_comm_create)");

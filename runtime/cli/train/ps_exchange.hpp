@@ -37,7 +37,6 @@ class PsExchange final : public Exchange {
   gw_ps_stats stats() const;
 
  private:
-  gw_runtime* runtime_ = nullptr;
   gw_comm* comm_ = nullptr;
   gw_ps* ps_ = nullptr;
   gw_ps_options options_;
