@@ -245,6 +245,8 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
   std::string error;
   gw_status error_status = GW_OK;
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  uint32_t refused = 0;  // connection requests UCX could not turn into an endpoint
+  std::string last_refusal;
 
   while (missing > 0 && error.empty()) {
     w.progress();
@@ -255,7 +257,14 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
       p.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST;
       p.conn_request = request;
       c->endpoint->fill_error_handler(p);
-      if (ucp_ep_create(w.worker, &p, &c->endpoint->ep) != UCS_OK) continue;
+      const ucs_status_t accepted = ucp_ep_create(w.worker, &p, &c->endpoint->ep);
+      if (accepted != UCS_OK) {
+        // Counted, and said in the timeout message if ranks stay missing (UCX owns the request after a
+        // failed ucp_ep_create: it is not rejected a second time here).
+        ++refused;
+        last_refusal = ucs_status_string(accepted);
+        continue;
+      }
       c->recv = start_recv(*c->endpoint, c->header_bytes, sizeof(c->header_bytes));
       clients.push_back(std::move(c));
     }
@@ -309,7 +318,10 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
       error = gw::rank_list(absent, 32) +
               " did not arrive at the rendezvous (root " + where(launch) + ") within " + std::to_string(int(timeout_s)) +
               " s (" + timeout_source + "); " + std::to_string(launch.world_size - absent.size()) + " of " +
-              std::to_string(launch.world_size) + " ranks arrived. Did those ranks start, and with the same root?";
+              std::to_string(launch.world_size) + " ranks arrived. Did those ranks start, and with the same root?" +
+              (refused ? " (" + std::to_string(refused) + " connection request" + (refused == 1 ? "" : "s") +
+                             " could not be accepted: " + last_refusal + ")"
+                       : std::string());
     }
     if (missing > 0 && error.empty()) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
