@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "../support/half_oracle.hpp"
 
 using namespace faults;
 
@@ -35,32 +36,9 @@ struct Rng {
 
 // ---- element types and the serial reference -------------------------------------------------------
 
-// IEEE binary16 by hand (clang 14 has no _Float16 on x86-64): round to nearest even.
-uint16_t to_half(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-  const int exp = int((x >> 23) & 0xffu) - 127 + 15;
-  if (((x >> 23) & 0xffu) == 0xffu) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  if (exp >= 31) return uint16_t(sign | 0x7c00u);
-  if (exp <= 0) {  // subnormal or zero
-    if (exp < -10) return uint16_t(sign);
-    const uint32_t m = mant | 0x800000u, shift = uint32_t(14 - exp);
-    uint32_t h = m >> shift;
-    const uint32_t rest = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
-    if (rest > halfway || (rest == halfway && (h & 1u))) ++h;
-    return uint16_t(sign | h);
-  }
-  uint32_t h = sign | (uint32_t(exp) << 10) | (mant >> 13);
-  const uint32_t rest = mant & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is right
-  return uint16_t(h);
-}
-float from_half(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0) return (sign ? -1.0f : 1.0f) * std::ldexp(float(mant), -24);
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-  return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
-}
+// IEEE binary16, round to nearest even: the tests' one oracle (tests/support/half_oracle.hpp).
+uint16_t to_half(float f) { return gwtest::half_from_float(f); }
+float from_half(uint16_t h) { return gwtest::float_from_half(h); }
 uint16_t to_bf16(float f) {  // round to nearest even; the values here are never NaN
   const uint32_t u = std::bit_cast<uint32_t>(f);
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
