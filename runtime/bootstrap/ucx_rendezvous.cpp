@@ -1,6 +1,9 @@
 // The rendezvous over UCX's sockaddr connection manager. Rank 0 listens at the root port; every other
 // rank connects (retrying while the root is not up yet), sends [header | record] on a UCP stream and
-// receives [length | status | payload]: the packed records of all ranks, or the root's error text.
+// receives [length | status | payload]: the packed records of all ranks, or the root's error text,
+// and acknowledges it. The root closes a member's endpoint only after that acknowledgement (or the
+// member's own failure): a close that overtook the reply would reach a slow member as "connection reset"
+// with the reply still unread, and that member would then time out instead of reporting the verdict.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -27,6 +30,13 @@ constexpr uint32_t kMagic = 0x42574747u;  // "GGWB"
 
 // The root's answer to a member that came for another communicator of this process: try again.
 constexpr int32_t kRetry = GW_IN_PROGRESS;
+
+// What a member sends once it has read the whole reply.
+constexpr uint32_t kAck = 0x4b434157u;  // "WACK"
+
+// How long the root waits for the acknowledgements after sending its replies: as long as a connected
+// member waits for the reply past the rendezvous deadline.
+constexpr auto kReplyGrace = std::chrono::seconds(10);
 
 // Rendezvous of this process so far, and one at a time (threads creating communicators at once are
 // served in turn; see docs/bootstrap.md).
@@ -197,8 +207,23 @@ struct Client {
   std::unique_ptr<StreamOp> recv;
   bool header_done = false;
   bool record_done = false;
+  bool retry = false;  // the member came for another communicator of this process
   std::string reply;
   std::unique_ptr<StreamOp> send;
+  unsigned char ack_bytes[4] = {};
+  std::unique_ptr<StreamOp> ack;  // the member's acknowledgement of `reply`
+
+  void start_reply(std::string bytes) {
+    reply = std::move(bytes);
+    send = start_send(*endpoint, reply.data(), reply.size());
+    ack = start_recv(*endpoint, ack_bytes, sizeof(ack_bytes));
+  }
+  // The member has the reply (it acknowledged it), or can no longer get it.
+  bool reply_settled() {
+    if (endpoint->failed) return true;
+    if (send) send->poll();
+    return ack && ack->poll();
+  }
 };
 
 struct Listener {
@@ -284,15 +309,10 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
           continue;
         }
         if (h.communicator != communicator) {
-          // A member already at its next communicator (or one created out of order): it retries.
-          c->record_done = true;
-          c->reply = encode_reply(kRetry, "rank 0 is creating its communicator #" + std::to_string(communicator) +
-                                          ", rank " + std::to_string(h.rank) + " its #" +
-                                          std::to_string(h.communicator));
-          c->send = start_send(*c->endpoint, c->reply.data(), c->reply.size());
-          continue;
-        }
-        if (h.world_size != launch.world_size) {
+          // A member already at its next communicator (or one created out of order): once its record is
+          // read (so that its acknowledgement is the next thing on the stream), it is told to retry.
+          c->retry = true;
+        } else if (h.world_size != launch.world_size) {
           error_status = GW_ERR_MISMATCH;
           error = "rank " + std::to_string(h.rank) + " was started with world size " + std::to_string(h.world_size) +
                   ", rank 0 with " + std::to_string(launch.world_size) + "; every rank must have the same world size";
@@ -306,6 +326,12 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
         continue;
       }
       c->record_done = true;
+      if (c->retry) {
+        c->start_reply(encode_reply(kRetry, "rank 0 is creating its communicator #" + std::to_string(communicator) +
+                                                ", rank " + std::to_string(c->header.rank) + " its #" +
+                                                std::to_string(c->header.communicator)));
+        continue;
+      }
       records[c->header.rank] = c->record;
       arrived[c->header.rank] = true;
       --missing;
@@ -326,20 +352,21 @@ std::vector<std::string> gather_as_root(const LaunchInfo& launch, const std::str
     if (missing > 0 && error.empty()) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 
-  // Tell every connected rank the outcome, then wait (bounded) for the replies to leave.
+  // Tell every connected rank the outcome, then wait (bounded) until each has acknowledged its reply or
+  // is gone: only then are the endpoints closed.
   const std::string payload = error.empty() ? pack_records(records) : error;
   for (auto& c : clients) {
     if (!c->header_done || c->endpoint->failed || c->send) continue;
-    c->reply = encode_reply(error.empty() ? GW_OK : int32_t(error_status), payload);
-    c->send = start_send(*c->endpoint, c->reply.data(), c->reply.size());
+    c->start_reply(encode_reply(error.empty() ? GW_OK : int32_t(error_status), payload));
   }
-  const auto flush_deadline = Clock::now() + std::chrono::seconds(5);
+  const auto settle_deadline = Clock::now() + kReplyGrace;
   for (;;) {
     w.progress();
     bool pending = false;
     for (auto& c : clients)
-      if (c->send && !c->endpoint->failed && !c->send->poll()) pending = true;
-    if (!pending || Clock::now() > flush_deadline) break;
+      if (c->send && !c->reply_settled()) pending = true;
+    if (!pending || Clock::now() > settle_deadline) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   if (!error.empty()) fail(error_status, "bootstrap: " + error);
   return records;
@@ -375,14 +402,16 @@ std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::s
     unsigned char length_bytes[8] = {};
     auto recv_length = start_recv(e, length_bytes, sizeof(length_bytes));
     // Once connected, wait a little longer than the root does, so that its verdict (which ranks are
-    // missing) arrives before this rank gives up on its own.
-    const auto reply_deadline = deadline + std::chrono::seconds(10);
+    // missing) arrives before this rank gives up on its own. A reply that arrived counts even when the
+    // endpoint failed in the same progress call.
+    const auto reply_deadline = deadline + kReplyGrace;
     while (!e.failed && !recv_length->poll() && Clock::now() < reply_deadline) {
       w.progress();
       send_header->poll();
       send_record->poll();
     }
-    if (e.failed || !recv_length->done || recv_length->status != UCS_OK) {
+    recv_length->poll();
+    if (!recv_length->done || recv_length->status != UCS_OK) {
       // Most often the root is not listening yet: try again until the deadline.
       last_failure = e.failed ? ucs_status_string(e.failure) : "no answer";
       if (recv_length->done && recv_length->status != UCS_OK) last_failure = ucs_status_string(recv_length->status);
@@ -396,8 +425,16 @@ std::vector<std::string> gather_as_member(const LaunchInfo& launch, const std::s
     std::string body(length, '\0');
     auto recv_body = start_recv(e, body.data(), body.size());
     while (!e.failed && !recv_body->poll() && Clock::now() < reply_deadline) w.progress();
+    recv_body->poll();
     if (!recv_body->done || recv_body->status != UCS_OK)
       fail(GW_ERR_TRANSPORT, "bootstrap: the root at " + where(launch) + " went away during the rendezvous");
+    // Acknowledge the reply: the root keeps the endpoint open until then (bounded: a root that is gone
+    // fails the endpoint).
+    unsigned char ack[4];
+    bytes::put_le(ack, kAck, 4);
+    auto send_ack = start_send(e, ack, sizeof(ack));
+    const auto ack_deadline = Clock::now() + std::chrono::seconds(2);
+    while (!e.failed && !send_ack->poll() && Clock::now() < ack_deadline) w.progress();
     const auto status = int32_t(uint32_t(bytes::get_le(reinterpret_cast<const unsigned char*>(body.data()), 4)));
     const std::string payload = body.substr(sizeof(status));
     if (status == kRetry) {

@@ -230,6 +230,15 @@ TEST(CommCreate, RankThatNeverStartsIsNamedOnTheOthers) {
   EXPECT_NE(o.output.find("[runtime] timeout_s"), std::string::npos) << o.output;
 }
 
+// A member that is not scheduled while the root gives up (stopped here from 1 s to 5 s, across the root's
+// 3 s deadline) still reads the root's verdict when it runs again: the root keeps the endpoint open until
+// the member has acknowledged its reply, rather than closing it under the unread reply.
+TEST(CommCreate, MemberStalledAcrossTheRootsDeadlineStillGetsTheVerdict) {
+  const Outcome o = run("tcp", 3, "missing-rank-stalled", "MP_TIMEOUT_S=3 MP_STALL_AT_S=1 MP_STALL_S=4");
+  EXPECT_EQ(o.code, 0) << o.output;
+  expect_error_on(o, {0, 1}, "GW_ERR_TIMEOUT", "rank 2 did not arrive");
+}
+
 // A timeout that came from gw_comm_options.timeout_s is named as such, not as [runtime] timeout_s.
 TEST(CommCreate, TimeoutMessagesNameWhereTheLimitCameFrom) {
   const Outcome o = run("tcp", 3, "missing-rank", "MP_TIMEOUT_S=60 MP_OPTIONS_TIMEOUT_S=3");

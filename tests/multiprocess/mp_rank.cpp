@@ -456,7 +456,22 @@ int main(int argc, char** argv) {
       g_size = std::atoi(std::getenv(name));
       break;
     }
-  if (c == "missing-rank" && g_rank == g_size - 1) return 0;  // this rank never joins
+  const bool missing_rank = c == "missing-rank" || c == "missing-rank-stalled";
+  if (missing_rank && g_rank == g_size - 1) return 0;  // this rank never joins
+  if (c == "missing-rank-stalled" && g_rank == 1) {
+    // Rank 1 is stopped (SIGSTOP) from MP_STALL_AT_S after its start for MP_STALL_S seconds, across the
+    // moment the root gives up and replies: it must still read the root's verdict when it resumes.
+    const double at = std::atof(std::getenv("MP_STALL_AT_S") ? std::getenv("MP_STALL_AT_S") : "1");
+    const double length = std::atof(std::getenv("MP_STALL_S") ? std::getenv("MP_STALL_S") : "4");
+    const pid_t me = getpid();
+    if (fork() == 0) {
+      usleep(useconds_t(at * 1e6));
+      kill(me, SIGSTOP);
+      usleep(useconds_t(length * 1e6));
+      kill(me, SIGCONT);
+      _exit(0);
+    }
+  }
   // allgather-callback DIR RANK SIZE [FAILING_RANK:CALL | reverse]: started by the test itself, no launcher
   // variables; rank and size go to gw_comm_options, the rendezvous through files in DIR.
   FileAllgather file_ag;
@@ -505,7 +520,7 @@ int main(int argc, char** argv) {
   if (c == "allgather-callback" && argc > 5)
     expect_error(created, std::atoi(argv[5]) == g_rank ? GW_ERR_TRANSPORT : GW_ERR_TIMEOUT, "gw_comm_create");
   if (c == "mismatch-config" || c == "mismatch-version") expect_error(created, GW_ERR_MISMATCH, "gw_comm_create");
-  if (c == "missing-rank") expect_error(created, GW_ERR_TIMEOUT, "gw_comm_create");
+  if (missing_rank) expect_error(created, GW_ERR_TIMEOUT, "gw_comm_create");
   check(created, "gw_comm_create");
   g_runtime = rt;
   g_comm = comm;
