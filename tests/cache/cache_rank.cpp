@@ -217,6 +217,24 @@ void case_dead_rank(gw_comm* comm) {
   expect_error(st, GW_ERR_TRANSPORT, "gw_cache_get with a dead rank");
 }
 
+// The last rank creates the cache and then never calls gw_cache_get (it stays alive, busy elsewhere):
+// the others' call ends after timeout_s with GW_ERR_TIMEOUT naming it.
+void case_absent_rank(gw_comm* comm) {
+  Source src;
+  gw_cache* cache = nullptr;
+  check(create(comm, src, kSamples, 0, 0, &cache), "gw_cache_create");
+  if (g_rank == g_size - 1) {
+    std::printf("OK rank %d (absent)\n", g_rank);
+    std::fflush(stdout);
+    sleep(8);  // past the others' timeout and their exit
+    _exit(0);
+  }
+  std::vector<uint64_t> idx = {kSamples - 1, 0};
+  std::vector<unsigned char> out(idx.size() * kBytes);
+  expect_error(gw_cache_get(cache, idx.data(), idx.size(), out.data()), GW_ERR_TIMEOUT,
+               "gw_cache_get with a rank that never calls it");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -224,6 +242,7 @@ int main(int argc, char** argv) {
   if (argc < 2) die("usage: cache_rank CASE [ARGS]");
   const std::string c = argv[1];
   std::string toml;
+  if (c == "absent-rank") setenv("MP_TIMEOUT_S", "3", 1);
   if (c == "dead-rank") {
     setenv("MP_TIMEOUT_S", "5", 1);
     toml += "[transport.ucx]\nlocal_peer_failure_detection = true\n";
@@ -238,7 +257,14 @@ int main(int argc, char** argv) {
   else if (c == "bad-options") case_bad_options(comm);
   else if (c == "loader-fails") case_loader_fails(comm);
   else if (c == "dead-rank") case_dead_rank(comm);
-  else die("unknown case " + c);
+  else if (c == "absent-rank") {
+    case_absent_rank(comm);
+    // The communicator failed with the timeout; destroying it is all that is left.
+    gw_comm_destroy(comm);
+    gw_runtime_destroy(rt);
+    std::printf("OK rank %d\n", g_rank);
+    return 0;
+  } else die("unknown case " + c);
   check(gw_comm_destroy(comm), "gw_comm_destroy");
   check(gw_runtime_destroy(rt), "gw_runtime_destroy");
   std::printf("OK rank %d\n", g_rank);

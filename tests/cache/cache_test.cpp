@@ -132,3 +132,16 @@ TEST(Cache, DeadRankIsATransportErrorNamingIt) {
     EXPECT_NE(line.find("rank 2"), std::string::npos) << line;
   }
 }
+
+// A rank that never calls gw_cache_get (alive, elsewhere): the others' call ends after timeout_s (3 s
+// here) with GW_ERR_TIMEOUT naming it, not a hang.
+TEST(Cache, RankThatNeverCallsGetIsATimeoutNamingIt) {
+  const auto r = run(3, "absent-rank");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (int rank : {0, 1}) {
+    const std::string line = line_of(r.output, rank, "EXPECTED-ERROR");
+    ASSERT_FALSE(line.empty()) << "rank " << rank << " did not report the absent rank:\n" << r.output;
+    EXPECT_NE(line.find("GW_ERR_TIMEOUT"), std::string::npos) << line;
+    EXPECT_NE(line.find("rank 2"), std::string::npos) << line;
+  }
+}

@@ -45,6 +45,27 @@ echo "$out" | grep '"suite":"P5"' | grep -q '"link":"1gbit"' || fail "P5 did not
 [ "$(echo "$out" | grep -c '"suite":"P5"')" -eq 7 ] || fail "P5 must report every codec: $out"
 [ "$(clusters)" -eq "$before" ] || fail "bench P5 left namespaces behind"
 
+# Training from the data cache behind the links: each rank holds a third of the training set and draws
+# the rest of every batch from the other namespaces over TCP.
+out_dir="$(mktemp -d)"
+out="$("$gw" train --ranks 3 --link 1gbit --epochs 1 --batch 60 --hidden 64 --train-images 3000 --test-images 1000 \
+  --evals-per-epoch 1 --configs none --cache --out "$out_dir" 2>&1)"
+[ $? -eq 0 ] || fail "train --cache --link 1gbit: $out"
+echo "$out" | grep -q "behind 1gbit links" || fail "train --cache did not run behind the links: $out"
+python3 - "$out_dir/none.json" <<'PY' || fail "train --cache --link 1gbit: wrong accounting or accuracy: $out"
+import json, sys
+j = json.load(open(sys.argv[1]))
+c, acc = j["data"]["cache"], j["curve"][-1]["test_accuracy"]
+sample = 784 + 1
+assert c["bytes_private"] == 1000 * sample, c       # rank 0's third
+assert c["gets"] == 50, c                            # 50 steps
+assert c["bytes_fetched"] + c["bytes_local"] == 50 * 20 * sample, c
+assert c["bytes_fetched"] > 1.5 * c["bytes_local"], c
+assert acc >= 0.6, acc
+PY
+rm -rf "$out_dir"
+[ "$(clusters)" -eq "$before" ] || fail "train --cache --link left namespaces behind"
+
 # Bad input, and no root.
 out="$("$gw" run -n 2 --link fast -- true 2>&1)"
 [ $? -ne 0 ] && echo "$out" | grep -q "not a link rate" || fail "bad rate: $out"
