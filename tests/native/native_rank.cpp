@@ -16,27 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "../support/rank_setup.hpp"
+
 namespace {
 
-int g_rank = 0;
-
-[[noreturn]] void die(const std::string& what) {
-  std::printf("FAIL rank %d: %s\n", g_rank, what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-
-void check(gw_status st, const std::string& what) {
-  if (st != GW_OK) die(what + ": " + gw_status_string(st) + ": " + gw_last_error());
-}
-
-gw_tensor tensor(gw_dtype dt, void* data, uint64_t count) {
-  gw_tensor t = GW_TENSOR_INIT;
-  t.dtype = dt;
-  t.data = data;
-  t.count = count;
-  return t;
-}
+using gwrank::check;
+using gwrank::die;
+using gwrank::g_rank;
+using gwrank::tensor;
 
 const std::atomic<uint64_t>* g_calls = nullptr;
 uint64_t calls(int kind) { return g_calls[kind].load(); }

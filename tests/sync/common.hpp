@@ -11,21 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "../support/rank_setup.hpp"
+
 namespace synctest {
 
-inline int g_rank = 0;
-inline int g_size = 1;
-inline gw_comm* g_comm = nullptr;  // destroyed before an expected error exits, so failure notices leave
-
-[[noreturn]] inline void die(const std::string& what) {
-  std::printf("FAIL rank %d: %s\n", g_rank, what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-
-inline void check(gw_status st, const std::string& what) {
-  if (st != GW_OK) die(what + ": " + gw_status_string(st) + ": " + gw_last_error());
-}
+using gwrank::check;
+using gwrank::die;
+using gwrank::g_comm;
+using gwrank::g_rank;
+using gwrank::g_size;
+using gwrank::init_rank_from_env;
+using gwrank::make_comm;
 
 // A case that must fail with `expected` on every rank: prints the message for the driver and exits 0.
 [[noreturn]] inline void expect_error(gw_status st, gw_status expected, const std::string& doing) {
@@ -85,32 +81,6 @@ inline void check_identical(gw_comm* comm, const void* data, size_t bytes, const
     if (all[r] != all[0]) die(what + ": rank " + std::to_string(r) + "'s result differs from rank 0's");
 }
 
-inline gw_runtime* make_runtime(const std::string& toml) {
-  const char* timeout = std::getenv("MP_TIMEOUT_S");
-  const std::string text = "[runtime]\ntimeout_s = " + std::string(timeout ? timeout : "60") + "\n" + toml;
-  gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
-  ro.config_text = text.c_str();
-  ro.flags = GW_RUNTIME_NO_ENV_OVERRIDES;
-  gw_runtime* rt = nullptr;
-  check(gw_runtime_create(&ro, &rt), "gw_runtime_create with\n" + text);
-  return rt;
-}
-
-inline gw_comm* make_comm(gw_runtime* rt) {
-  gw_comm_options co = GW_COMM_OPTIONS_INIT;
-  gw_comm* comm = nullptr;
-  check(gw_comm_create(rt, &co, &comm), "gw_comm_create");
-  if (gw_comm_rank(comm) != uint32_t(g_rank) || gw_comm_size(comm) != uint32_t(g_size))
-    die("rank/size differ from GW_RANK/GW_WORLD_SIZE");
-  g_comm = comm;
-  return comm;
-}
-
-inline void init_rank_from_env() {
-  const char* r = std::getenv("GW_RANK");
-  const char* n = std::getenv("GW_WORLD_SIZE");
-  g_rank = r ? std::atoi(r) : 0;
-  g_size = n ? std::atoi(n) : 1;
-}
+inline gw_runtime* make_runtime(const std::string& toml) { return gwrank::make_runtime(toml, "MP_TIMEOUT_S"); }
 
 }  // namespace synctest
