@@ -76,14 +76,22 @@ void run_driver(const Options& o) {
   for (const auto& name : names) {
     std::printf("== %s: %s (%d ranks)\n", name.c_str(), find_configuration(name).help, o.ranks);
     const fs::path result_path = fs::path(o.out) / (name + ".json");
+    const fs::path final_path = fs::path(o.out) / (name + ".final.json");  // a parameter server's final model
     fs::remove(result_path, ec);
+    fs::remove(final_path, ec);
     const int status = launch(o, name);
     if (status != 0)
       throw Failure(GW_ERR_INTERNAL, "train: configuration '" + name + "' failed: its ranks exited with status " +
                                          std::to_string(status) + " (their messages are above)");
     std::ifstream in(result_path);
     if (!in) throw Failure(GW_ERR_INTERNAL, "train: configuration '" + name + "' left no result in " + result_path.string());
-    rows.push_back(summarize(name, json::parse(in)));
+    json result = json::parse(in);
+    if (std::ifstream final_in(final_path); final_in) {
+      result["final_model"] = json::parse(final_in);
+      std::ofstream(result_path) << result.dump(1) << "\n";
+      fs::remove(final_path, ec);
+    }
+    rows.push_back(summarize(name, result));
   }
 
   const std::string text = table(rows, o);

@@ -552,6 +552,9 @@ void ParameterServer::serve() {
       p->send = nullptr;
     }
   stats_.version = version_;
+  // The shard's final values go back into the caller's tensor: a server holds the trained model (its
+  // shard of it) once every worker finished.
+  std::copy(shard_.begin(), shard_.end(), parameters_ + mine_.begin);
 }
 
 }  // namespace gw::ps

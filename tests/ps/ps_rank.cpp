@@ -97,6 +97,21 @@ void case_sync_equals_allreduce(gw_comm* comm, gw_runtime* rt, uint32_t servers,
       die(codec + ": the pushes sent " + std::to_string(s.wire_bytes) + " bytes, not compressed");
   }
   check(gw_ps_destroy(ps), "gw_ps_destroy");
+  // After gw_ps_serve a server's shard of its tensor holds the final values: exactly what the workers
+  // pulled last (the first worker's copy, broadcast over the communicator, which is free again).
+  std::vector<float> pulled = params;
+  gw_tensor b = f32(pulled.data(), pulled.size());
+  check(gw_broadcast(comm, &b, servers), "gw_broadcast of the pulled parameters");
+  if (!worker) {
+    const uint64_t begin = kCount * uint64_t(g_rank) / servers, end = kCount * uint64_t(g_rank + 1) / servers;
+    if (std::memcmp(params.data() + begin, pulled.data() + begin, (end - begin) * sizeof(float)) != 0)
+      die("server " + std::to_string(g_rank) + ": its shard [" + std::to_string(begin) + ", " + std::to_string(end) +
+          ") after gw_ps_serve differs from the parameters the workers pulled last");
+    const std::vector<float> start = initial();
+    for (uint64_t i = 0; i < kCount; ++i)
+      if ((i < begin || i >= end) && params[i] != start[i])
+        die("server " + std::to_string(g_rank) + " wrote outside its shard, at " + std::to_string(i));
+  }
 }
 
 // Staleness 2: worker 0 pushes three times, then tells worker 1, whose first push (computed on version 0)

@@ -168,6 +168,33 @@ TEST(TrainCommand, CacheTrainsFromShards) {
   fs::remove_all(d);
 }
 
+// The parameter-server configurations: the server evaluates the model once every worker finished and its
+// figure is the run's final accuracy. In synchronous mode that model is exactly what worker 0 pulled
+// last, so both evaluations agree to the last digit; every push is accounted for by the server.
+TEST(TrainCommand, ParameterServerReportsTheServersFinalModel) {
+  const fs::path d = temp_dir("ps_final");
+  const auto r = run("--ranks 2 --epochs 1 --batch 60 --hidden 64 --train-images 3000 --test-images 1000 "
+                     "--evals-per-epoch 1 --configs ps-sync,ps-async --out " + d.string());
+  ASSERT_EQ(r.status, 0) << r.text;
+  for (const std::string config : {"ps-sync", "ps-async"}) {
+    std::ifstream in(d / (config + ".json"));
+    const auto j = nlohmann::json::parse(in);
+    ASSERT_TRUE(j.contains("final_model")) << config << ": " << j.dump(1).substr(0, 2000);
+    const auto& f = j.at("final_model");
+    const double final_accuracy = f.at("test_accuracy").get<double>();
+    EXPECT_GE(final_accuracy, 0.6) << config;
+    const auto& server = f.at("server");
+    EXPECT_EQ(server.at("pushes").get<uint64_t>() + server.at("dropped").get<uint64_t>(), 100u) << server;  // 2 x 50
+    if (config == "ps-sync") {
+      EXPECT_EQ(final_accuracy, j.at("curve").back().at("test_accuracy").get<double>());
+    }
+    EXPECT_FALSE(fs::exists(d / (config + ".final.json"))) << "merged into the result";
+  }
+  EXPECT_NE(r.text.find("ps-async: test acc is the server's model once every worker finished"), std::string::npos)
+      << r.text;
+  fs::remove_all(d);
+}
+
 TEST(TrainCommand, BadLinkRate) {
   const auto out = run("--link fast --configs none");
   EXPECT_NE(out.status, 0);

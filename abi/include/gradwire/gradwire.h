@@ -466,7 +466,9 @@ GW_API gw_status gw_ps_role(gw_ps* ps, int* is_server, uint32_t* worker, uint32_
 /* Worker: pushes `gradient` (f32, the parameters' size) with learning rate `lr` and pulls the parameters
  * into the tensor given at creation. Synchronous mode returns once every live worker pushed. */
 GW_API gw_status gw_ps_push_pull(gw_ps* ps, const gw_tensor* gradient, float lr);
-/* Server: serves until every worker finished (gw_ps_destroy) or died. */
+/* Server: serves until every worker finished (gw_ps_destroy) or died. On GW_OK the server's shard of
+ * the `parameters` tensor given at creation holds the shard's final values (the trained model, once
+ * every worker finished). */
 GW_API gw_status gw_ps_serve(gw_ps* ps);
 
 typedef struct gw_ps_stats {

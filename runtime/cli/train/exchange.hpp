@@ -24,6 +24,9 @@ class Exchange {
   virtual bool synchronize() = 0;
   // Whether this rank trains at all (a parameter server's server ranks serve inside attach instead).
   virtual bool trains() const { return true; }
+  // Whether this rank, which does not train, holds the whole final model once attach returns (a
+  // parameter server's only server rank): the trainer then evaluates that model.
+  virtual bool holds_final_model() const { return false; }
   // Whether this rank evaluates, and its share of the test set (eval_rank of eval_ranks).
   virtual bool evaluates() const { return true; }
   virtual uint32_t eval_rank() const { return rank(); }

@@ -22,6 +22,8 @@ class PsExchange final : public Exchange {
   uint32_t rank() const override { return server_ ? 0 : gw_comm_rank(comm_) - options_.servers; }
   uint32_t size() const override { return server_ ? 1 : gw_comm_size(comm_) - options_.servers; }
   bool trains() const override { return !server_; }
+  // gw_ps_serve leaves a server's shard final in its tensor: with one server, the whole model.
+  bool holds_final_model() const override { return server_ && options_.servers == 1; }
   // The first worker evaluates the whole test set on its pulled parameters; the others do not evaluate.
   bool evaluates() const override { return !server_ && rank() == 0; }
   uint32_t eval_rank() const override { return 0; }

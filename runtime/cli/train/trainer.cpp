@@ -92,7 +92,30 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
   Sgd sgd(model.parameters().size(), o.momentum);
   const Normalization norm = o.fetch_train ? o.normalization : normalization_of(data.train);
   exchange.attach(model.parameters(), model.gradients(), model.tensors());
-  if (!exchange.trains()) return {};  // a server rank: attach served until the workers finished
+  TrainResult result;
+  Matrix x;
+  std::vector<uint8_t> labels, fetched;
+  if (!exchange.trains()) {
+    // A server rank: attach served until the workers finished. Holding the final model, it evaluates it
+    // on the whole test set: that is the model at the end of training, after every worker's last step.
+    if (exchange.holds_final_model()) {
+      double loss = 0;
+      int64_t correct = 0;
+      std::vector<uint32_t> indices(std::min<size_t>(1000, n_test));
+      for (uint32_t b = 0; b < n_test; b += 1000) {
+        const uint32_t n = std::min<uint32_t>(1000, n_test - b);
+        std::iota(indices.begin(), indices.begin() + n, b);
+        fill_batch(data.test, norm, indices.data(), n, x, labels);
+        model.evaluate(x, labels.data(), correct, loss);
+      }
+      result.has_final_model = true;
+      result.final_model.test_accuracy = double(correct) / n_test;
+      result.final_model.test_loss = loss / n_test;
+      const auto params = model.parameters();
+      result.parameters.assign(params.begin(), params.end());
+    }
+    return result;
+  }
 
   // This rank's share of the test set, evaluated in chunks.
   const uint32_t test_begin = uint32_t(uint64_t(n_test) * exchange.eval_rank() / exchange.eval_ranks());
@@ -100,9 +123,6 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
   std::vector<uint32_t> test_indices(test_end - test_begin);
   std::iota(test_indices.begin(), test_indices.end(), test_begin);
 
-  TrainResult result;
-  Matrix x;
-  std::vector<uint8_t> labels, fetched;
   double loss_since = 0, train_seconds = 0;
   uint32_t steps_since = 0;
   uint64_t step = 0;

@@ -63,6 +63,10 @@ struct CurvePoint {
 struct TrainResult {
   std::vector<CurvePoint> curve;
   std::vector<float> parameters;  // the final weights
+  // On a rank that holds the final model without training (Exchange::holds_final_model): its
+  // evaluation on the whole test set (test_loss and test_accuracy set).
+  bool has_final_model = false;
+  CurvePoint final_model;
 };
 
 

@@ -24,7 +24,11 @@ Row summarize(const std::string& name, const json& r) {
   const json& curve = r.at("curve");
   if (curve.empty()) throw Failure(GW_ERR_INTERNAL, "train: configuration '" + name + "' wrote no evaluations");
   const json& last = curve.back();
-  row.final_accuracy = last.at("test_accuracy").get<double>();
+  row.final_accuracy = row.last_eval_accuracy = last.at("test_accuracy").get<double>();
+  if (r.contains("final_model")) {
+    row.final_accuracy = r.at("final_model").at("test_accuracy").get<double>();
+    row.server_final = true;
+  }
   row.bytes = last.at("bytes").get<double>();
   row.raw_bytes = last.at("raw_bytes").get<double>();
   row.train_seconds = last.at("seconds").get<double>();
@@ -58,6 +62,14 @@ std::string table(const std::vector<Row>& rows, const Options& o) {
   std::snprintf(line, sizeof(line), "%-12s %9.4f   (dataset-fashion-mnist README: MLP 256-128-100)\n", "reference",
                 kReferenceAccuracy);
   t << line;
+  for (const auto& r : rows)
+    if (r.server_final) {
+      std::snprintf(line, sizeof(line),
+                    "%s: test acc is the server's model once every worker finished; worker 0's last evaluation, "
+                    "at its own end: %.4f\n",
+                    r.name.c_str(), r.last_eval_accuracy);
+      t << line;
+    }
   std::string layers = o.hidden;
   std::replace(layers.begin(), layers.end(), ',', '-');
   t << "MLP 784-" << layers << "-10, " << o.ranks << " ranks, " << o.epochs << " epochs, global batch " << o.batch

@@ -176,6 +176,11 @@ void run_worker(const Options& o) {
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
     data_info["max_rss_bytes"] = uint64_t(usage.ru_maxrss) * 1024;
+    if (r.has_final_model) {  // the parameter server's final model, merged into the leader's result
+      const json final_model = {{"test_accuracy", r.final_model.test_accuracy}, {"test_loss", r.final_model.test_loss},
+                                {"evaluated_by", "server"}, {"server", ps_info}};
+      std::ofstream(std::filesystem::path(o.out) / (o.worker + ".final.json")) << final_model.dump(1) << "\n";
+    }
     if (!leader) return;
     const char* link = std::getenv("GW_LINK_RATE");
     json curve = json::array();
