@@ -390,7 +390,21 @@ void ParameterServer::reply(uint32_t worker, bool dropped) {
   h.payload = 4 * shard_.size();
   p.out.resize(sizeof h + h.payload);
   std::memcpy(p.out.data(), &h, sizeof h);
-  std::memcpy(p.out.data() + sizeof h, shard_.data(), h.payload);
+  if (mode_ == GW_PS_ASYNC) {
+    // The look-ahead pull: where the shard will be once the other W - 1 workers pushed once more, if
+    // their pushes only carried the velocity on (p - (lr / W) (b + b^2 + ... + b^(W-1)) v, b the per-push
+    // momentum). The worker's next gradient is applied about W - 1 pushes after this reply, so computing
+    // it there instead of at p takes most of its staleness away (as DANA does for asynchronous SGD with
+    // momentum). docs/ps.md has the measurements.
+    const float b = std::pow(momentum_, 1.0f / float(workers()));
+    float sum = 0, bk = 1;
+    for (uint32_t k = 1; k < workers(); ++k) sum += (bk *= b);
+    const float c = last_lr_ / float(workers()) * sum;
+    auto* out = reinterpret_cast<float*>(p.out.data() + sizeof h);
+    for (size_t i = 0; i < shard_.size(); ++i) out[i] = shard_[i] - c * velocity_[i];
+  } else {
+    std::memcpy(p.out.data() + sizeof h, shard_.data(), h.payload);
+  }
   stats_.wire_bytes += p.out.size();
   try {
     p.send = p2p_.send(p.rank, kReplyTag, p.out.data(), p.out.size());
@@ -517,6 +531,7 @@ void ParameterServer::serve() {
           reply(w, true);
         } else {
           apply(g, scale_async, h.lr * scale_async, momentum_async);
+          last_lr_ = h.lr;
           ++version_;
           ++stats_.pushes;
           reply(w, false);

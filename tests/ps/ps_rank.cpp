@@ -131,10 +131,28 @@ void case_async_staleness(gw_comm* comm, gw_runtime* rt) {
       die("server: " + std::to_string(s.pushes) + " pushes applied, " + std::to_string(s.dropped) +
           " dropped, version " + std::to_string(s.version) + "; expected 4, 1 and 4");
   } else if (g_rank == 1) {
+    // Alone on the server for these three pushes, worker 0 can follow its arithmetic: each push is 1/W of
+    // a round (W workers, per-push momentum b = m^(1/W)), and the pull returns the look-ahead point
+    // p - (lr / W) (b + ... + b^(W-1)) v.
+    const float W = float(g_size - 1), b = std::pow(kMomentum, 1.0f / W);
+    float ahead_sum = 0, bk = 1;
+    for (int k = 1; k < g_size - 1; ++k) ahead_sum += (bk *= b);
+    std::vector<float> p = initial(), v(kCount, 0.0f);
     for (int step = 0; step < 3; ++step) {
       gradient(0, step, params, g);
+      for (uint64_t i = 0; i < kCount; ++i) {
+        v[i] = b * v[i] + g[i] * (1.0f / W);
+        p[i] -= 0.01f / W * v[i];
+      }
       gw_tensor t = f32(g.data(), g.size());
       check(gw_ps_push_pull(ps, &t, 0.01f), "gw_ps_push_pull");
+      for (uint64_t i = 0; i < kCount; ++i) {
+        const float ahead = p[i] - 0.01f / W * ahead_sum * v[i];
+        if (std::fabs(params[i] - ahead) > 1e-6f * (1.0f + std::fabs(ahead)))
+          die("push " + std::to_string(step) + ": pulled parameter " + std::to_string(i) + " is " +
+              std::to_string(params[i]) + ", the look-ahead point is " + std::to_string(ahead) + " (current value " +
+              std::to_string(p[i]) + ")");
+      }
     }
     if (stats_of(ps).version != 3) die("worker 0 did not see version 3");
     check(gw_send(comm, &token, 2, 7), "gw_send");
