@@ -200,39 +200,23 @@ void case_wrong_checksum(gw_comm* comm) {
   expect_error(create(comm, src, kSamples, 0, 0x1234, &cache), GW_ERR_MISMATCH, "a wrong expected checksum");
 }
 
-// The last rank dies after creation: the others' next gw_cache_get is GW_ERR_TRANSPORT naming it.
-void case_dead_rank(gw_comm* comm) {
+// The last rank leaves after creating the cache: it dies at once (`dead`), or stays alive elsewhere past
+// the others' timeout and their exit. The others' gw_cache_get must fail with `expected`, naming it.
+void case_last_rank_leaves(gw_comm* comm, bool dead, gw_status expected) {
   Source src;
   gw_cache* cache = nullptr;
   check(create(comm, src, kSamples, 0, 0, &cache), "gw_cache_create");
   if (g_rank == g_size - 1) {
-    std::printf("OK rank %d (dying)\n", g_rank);
+    std::printf("OK rank %d (%s)\n", g_rank, dead ? "dying" : "absent");
     std::fflush(stdout);
+    if (!dead) sleep(8);
     _exit(0);
   }
   std::vector<uint64_t> idx = {kSamples - 1, 0};
   std::vector<unsigned char> out(idx.size() * kBytes);
   gw_status st = GW_OK;
   for (int i = 0; i < 50 && st == GW_OK; ++i) st = gw_cache_get(cache, idx.data(), idx.size(), out.data());
-  expect_error(st, GW_ERR_TRANSPORT, "gw_cache_get with a dead rank");
-}
-
-// The last rank creates the cache and then never calls gw_cache_get (it stays alive, busy elsewhere):
-// the others' call ends after timeout_s with GW_ERR_TIMEOUT naming it.
-void case_absent_rank(gw_comm* comm) {
-  Source src;
-  gw_cache* cache = nullptr;
-  check(create(comm, src, kSamples, 0, 0, &cache), "gw_cache_create");
-  if (g_rank == g_size - 1) {
-    std::printf("OK rank %d (absent)\n", g_rank);
-    std::fflush(stdout);
-    sleep(8);  // past the others' timeout and their exit
-    _exit(0);
-  }
-  std::vector<uint64_t> idx = {kSamples - 1, 0};
-  std::vector<unsigned char> out(idx.size() * kBytes);
-  expect_error(gw_cache_get(cache, idx.data(), idx.size(), out.data()), GW_ERR_TIMEOUT,
-               "gw_cache_get with a rank that never calls it");
+  expect_error(st, expected, dead ? "gw_cache_get with a dead rank" : "gw_cache_get with a rank that never calls it");
 }
 
 }  // namespace
@@ -256,9 +240,9 @@ int main(int argc, char** argv) {
   else if (c == "wrong-checksum") case_wrong_checksum(comm);
   else if (c == "bad-options") case_bad_options(comm);
   else if (c == "loader-fails") case_loader_fails(comm);
-  else if (c == "dead-rank") case_dead_rank(comm);
+  else if (c == "dead-rank") case_last_rank_leaves(comm, true, GW_ERR_TRANSPORT);
   else if (c == "absent-rank") {
-    case_absent_rank(comm);
+    case_last_rank_leaves(comm, false, GW_ERR_TIMEOUT);
     // The communicator failed with the timeout; destroying it is all that is left.
     gw_comm_destroy(comm);
     gw_runtime_destroy(rt);

@@ -121,27 +121,25 @@ TEST(Cache, BadOptionsOrAFailingLoaderFailEveryRankNamingIt) {
   EXPECT_NE(line_of(l.output, 0, "EXPECTED-ERROR").find("rank 2 could not load its shard"), std::string::npos) << l.output;
 }
 
-// A rank that dies: the others' gw_cache_get fails with GW_ERR_TRANSPORT naming it.
-TEST(Cache, DeadRankIsATransportErrorNamingIt) {
-  const auto r = run(3, "dead-rank");
+namespace {
+
+// Ranks 0 and 1 reported `status` naming rank 2, which left after creating the cache.
+void expect_rank_2_named(const std::string& args, const std::string& status) {
+  const auto r = run(3, args);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (int rank : {0, 1}) {
     const std::string line = line_of(r.output, rank, "EXPECTED-ERROR");
-    ASSERT_FALSE(line.empty()) << "rank " << rank << " did not report the dead rank:\n" << r.output;
-    EXPECT_NE(line.find("GW_ERR_TRANSPORT"), std::string::npos) << line;
+    ASSERT_FALSE(line.empty()) << "rank " << rank << " did not report rank 2:\n" << r.output;
+    EXPECT_NE(line.find(status), std::string::npos) << line;
     EXPECT_NE(line.find("rank 2"), std::string::npos) << line;
   }
 }
 
+}  // namespace
+
+// A rank that dies: the others' gw_cache_get fails with GW_ERR_TRANSPORT naming it.
+TEST(Cache, DeadRankIsATransportErrorNamingIt) { expect_rank_2_named("dead-rank", "GW_ERR_TRANSPORT"); }
+
 // A rank that never calls gw_cache_get (alive, elsewhere): the others' call ends after timeout_s (3 s
 // here) with GW_ERR_TIMEOUT naming it, not a hang.
-TEST(Cache, RankThatNeverCallsGetIsATimeoutNamingIt) {
-  const auto r = run(3, "absent-rank");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (int rank : {0, 1}) {
-    const std::string line = line_of(r.output, rank, "EXPECTED-ERROR");
-    ASSERT_FALSE(line.empty()) << "rank " << rank << " did not report the absent rank:\n" << r.output;
-    EXPECT_NE(line.find("GW_ERR_TIMEOUT"), std::string::npos) << line;
-    EXPECT_NE(line.find("rank 2"), std::string::npos) << line;
-  }
-}
+TEST(Cache, RankThatNeverCallsGetIsATimeoutNamingIt) { expect_rank_2_named("absent-rank", "GW_ERR_TIMEOUT"); }
