@@ -432,8 +432,10 @@ GW_API gw_status gw_sync_get_stats(gw_sync* sync, uint32_t bucket, gw_sync_stats
  * the runtime's [codec] name, with error feedback per shard on the worker when [codec] error_feedback
  * is on) and pull the parameters. Synchronous: a server updates a shard once every live worker pushed
  * (the average), so the run equals allreduce training with the same SGD. Asynchronous: every push is
- * applied as it arrives and answered at once; a push computed on parameters more than `staleness`
- * versions of its shard old is dropped (its worker just pulls). A worker that dies is left out; a server
+ * applied as it arrives and answered at once with the shard's look-ahead point (where the others' next
+ * pushes will take it if they carry the velocity on: the worker's next gradient is computed there); a
+ * push computed on parameters more than `staleness` versions of its shard old is dropped (its worker
+ * just pulls). A worker that dies is left out; a server
  * that dies is an error naming it on every worker, which tells the other servers. docs/ps.md.
  * ---------------------------------------------------------------------------------------------- */
 
@@ -464,7 +466,8 @@ GW_API gw_status gw_ps_create(gw_comm* comm, const gw_ps_options* options, gw_te
 /* *is_server: 1 on the server ranks; *worker / *workers: this worker's index and how many there are. */
 GW_API gw_status gw_ps_role(gw_ps* ps, int* is_server, uint32_t* worker, uint32_t* workers);
 /* Worker: pushes `gradient` (f32, the parameters' size) with learning rate `lr` and pulls the parameters
- * into the tensor given at creation. Synchronous mode returns once every live worker pushed. */
+ * into the tensor given at creation (asynchronous mode: the look-ahead point, above). Synchronous mode
+ * returns once every live worker pushed. */
 GW_API gw_status gw_ps_push_pull(gw_ps* ps, const gw_tensor* gradient, float lr);
 /* Server: serves until every worker finished (gw_ps_destroy) or died. On GW_OK the server's shard of
  * the `parameters` tensor given at creation holds the shard's final values (the trained model, once
