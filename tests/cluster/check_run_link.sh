@@ -5,11 +5,20 @@
 set -u
 gw="$1"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-clusters() { ip netns list 2>/dev/null | awk '{print $1}' | grep -c -E '^gw[0-9]+-(sw|r[0-9]+)$' || true; }
+# The clusters a command announced in its output ("namespaces gw123-r0 .."), by prefix: none of their
+# namespaces may remain. Only its own are looked at, so another job's clusters on the machine (a second
+# test run, a benchmark) do not count.
+gone() {  # gone OUTPUT WHAT
+  local prefixes p
+  prefixes="$(grep -o 'namespaces gw[0-9]*-' <<< "$1" | sed 's/^namespaces //' | sort -u)"
+  [ -n "$prefixes" ] || fail "$2 announced no cluster: $1"
+  for p in $prefixes; do
+    ip netns list 2>/dev/null | awk '{print $1}' | grep -q "^$p" && fail "$2 left namespaces ${p}* behind"
+  done
+  return 0
+}
 
 [ "$(id -u)" -eq 0 ] || { echo "not root: skipped"; exit 77; }
-before="$(clusters)"
-
 out="$("$gw" run -n 2 --link 100mbit -- sh -c \
   'echo "env $GW_RANK $GW_ROOT_ADDR $UCX_TLS $UCX_NET_DEVICES $GW_LINK_RATE"; ip -br addr show eth0; tc qdisc show dev eth0' 2>&1)"
 [ $? -eq 0 ] || fail "run --link: $out"
@@ -17,7 +26,7 @@ echo "$out" | grep -q "^\[0\] env 0 198.18.0.1 tcp eth0 100mbit" || fail "rank 0
 echo "$out" | grep -q "^\[1\] env 1 198.18.0.1 tcp eth0 100mbit" || fail "rank 1's environment: $out"
 echo "$out" | grep -q "^\[1\] eth0.*198.18.0.2/24" || fail "rank 1 is not at 198.18.0.2: $out"
 echo "$out" | grep -q "^\[0\] qdisc tbf.*rate 100Mbit" || fail "no token bucket on rank 0's link: $out"
-[ "$(clusters)" -eq "$before" ] || fail "run --link left namespaces behind"
+gone "$out" "run --link"
 
 # Nodes: with --ranks-per-node 2, ranks 0 and 1 share node 0's namespace, address and link, rank 2 is
 # alone on node 1; GW_NODE_ID / GW_LOCAL_RANK / GW_LOCAL_SIZE say so.
@@ -28,14 +37,14 @@ echo "$out" | grep -q "^\[1\] node 1 0 1 2" || fail "rank 1 is not node 0's loca
 echo "$out" | grep -q "^\[2\] node 2 1 0 1" || fail "rank 2 is not node 1's local rank 0 of 1: $out"
 echo "$out" | grep -q "^\[1\] eth0.*198.18.0.1/24" || fail "rank 1 does not share node 0's address: $out"
 echo "$out" | grep -q "^\[2\] eth0.*198.18.0.2/24" || fail "rank 2 is not at node 1's address: $out"
-[ "$(clusters)" -eq "$before" ] || fail "run --ranks-per-node left namespaces behind"
+gone "$out" "run --ranks-per-node"
 
 # A failing rank: its status, and nothing left behind (the other rank is stopped).
 # The surviving rank sleeps for a duration no other process on the machine uses (pgrep looks machine-wide).
 nap="29.$$"
-"$gw" run -n 2 --link 1gbit -- sh -c 'if [ "$GW_RANK" = 1 ]; then exit 3; fi; sleep "$0"' "$nap" >/dev/null 2>&1
+out="$("$gw" run -n 2 --link 1gbit -- sh -c 'if [ "$GW_RANK" = 1 ]; then exit 3; fi; sleep "$0"' "$nap" 2>&1)"
 [ $? -eq 3 ] || fail "a failing rank's status must come back"
-[ "$(clusters)" -eq "$before" ] || fail "a failed run left namespaces behind"
+gone "$out" "a failed run"
 pgrep -f "sleep $nap" >/dev/null && fail "a rank outlived the run"
 
 # Ranks talking over the links through UCX (every codec) and Open MPI over TCP: P5 on 4 MB.
@@ -43,7 +52,7 @@ out="$("$gw" bench --suite P5 --quick --repetitions 1 --link 1gbit --json 2>&1)"
 [ $? -eq 0 ] || fail "bench P5 --quick --link 1gbit: $out"
 echo "$out" | grep '"suite":"P5"' | grep -q '"link":"1gbit"' || fail "P5 did not run behind the links: $out"
 [ "$(echo "$out" | grep -c '"suite":"P5"')" -eq 7 ] || fail "P5 must report every codec: $out"
-[ "$(clusters)" -eq "$before" ] || fail "bench P5 left namespaces behind"
+gone "$out" "bench P5"
 
 # Training from the data cache behind the links: each rank holds a third of the training set and draws
 # the rest of every batch from the other namespaces over TCP.
@@ -64,7 +73,7 @@ assert c["bytes_fetched"] > 1.5 * c["bytes_local"], c
 assert acc >= 0.6, acc
 PY
 rm -rf "$out_dir"
-[ "$(clusters)" -eq "$before" ] || fail "train --cache --link left namespaces behind"
+gone "$out" "train --cache --link"
 
 # Bad input, and no root.
 out="$("$gw" run -n 2 --link fast -- true 2>&1)"
