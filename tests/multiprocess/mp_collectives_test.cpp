@@ -230,11 +230,13 @@ TEST(CommCreate, RankThatNeverStartsIsNamedOnTheOthers) {
   EXPECT_NE(o.output.find("[runtime] timeout_s"), std::string::npos) << o.output;
 }
 
-// A member that is not scheduled while the root gives up (stopped here from 1 s to 5 s, across the root's
-// 3 s deadline) still reads the root's verdict when it runs again: the root keeps the endpoint open until
-// the member has acknowledged its reply, rather than closing it under the unread reply.
+// A member that is not scheduled while the root gives up (stopped here from 2.5 s to 7.5 s after its
+// start, across the root's 5 s deadline) still reads the root's verdict when it runs again: the root
+// keeps the endpoint open until the member has acknowledged its reply, rather than closing it under the
+// unread reply. The 2.5 s before the stop leave a loaded machine time to start both ranks and deliver
+// rank 1's record; the root may start up to 2.5 s late and still give up while rank 1 is stopped.
 TEST(CommCreate, MemberStalledAcrossTheRootsDeadlineStillGetsTheVerdict) {
-  const Outcome o = run("tcp", 3, "missing-rank-stalled", "MP_TIMEOUT_S=3 MP_STALL_AT_S=1 MP_STALL_S=4");
+  const Outcome o = run("tcp", 3, "missing-rank-stalled", "MP_TIMEOUT_S=5 MP_STALL_AT_S=2.5 MP_STALL_S=5");
   EXPECT_EQ(o.code, 0) << o.output;
   expect_error_on(o, {0, 1}, "GW_ERR_TIMEOUT", "rank 2 did not arrive");
 }
