@@ -391,17 +391,9 @@ void ParameterServer::reply(uint32_t worker, bool dropped) {
   p.out.resize(sizeof h + h.payload);
   std::memcpy(p.out.data(), &h, sizeof h);
   if (mode_ == GW_PS_ASYNC) {
-    // The look-ahead pull: where the shard will be once the other W - 1 workers pushed once more, if
-    // their pushes only carried the velocity on (p - (lr / W) (b + b^2 + ... + b^(W-1)) v, b the per-push
-    // momentum). The worker's next gradient is applied about W - 1 pushes after this reply, so computing
-    // it there instead of at p takes most of its staleness away (as DANA does for asynchronous SGD with
-    // momentum). docs/ps.md has the measurements.
-    const float b = std::pow(momentum_, 1.0f / float(workers()));
-    float sum = 0, bk = 1;
-    for (uint32_t k = 1; k < workers(); ++k) sum += (bk *= b);
-    const float c = last_lr_ / float(workers()) * sum;
+    // The look-ahead pull (serve() explains it): p - lookahead_ v.
     auto* out = reinterpret_cast<float*>(p.out.data() + sizeof h);
-    for (size_t i = 0; i < shard_.size(); ++i) out[i] = shard_[i] - c * velocity_[i];
+    for (size_t i = 0; i < shard_.size(); ++i) out[i] = shard_[i] - lookahead_ * velocity_[i];
   } else {
     std::memcpy(p.out.data() + sizeof h, shard_.data(), h.payload);
   }
@@ -420,6 +412,13 @@ void ParameterServer::serve() {
   // one synchronous step (v tends to g / (1 - m) in both).
   const float scale_async = 1.0f / float(workers());
   const float momentum_async = std::pow(momentum_, scale_async);
+  // The look-ahead pull: a reply carries where the shard will be once the other W - 1 workers pushed
+  // once more, if their pushes only carried the velocity on: p - (lr / W) (b + b^2 + ... + b^(W-1)) v,
+  // b = momentum_async, lr that of the last push applied. The worker's next gradient is applied about
+  // W - 1 pushes after the reply, so computing it there instead of at p takes most of its staleness away
+  // (as DANA does for asynchronous SGD with momentum). docs/ps.md has the measurements.
+  float ahead_sum = 0, bk = 1;
+  for (uint32_t k = 1; k < workers(); ++k) ahead_sum += (bk *= momentum_async);
   std::vector<float> sum(mine_.count(), 0.0f), g;
   float round_lr = 0;
   uint32_t arrived = 0;
@@ -531,7 +530,7 @@ void ParameterServer::serve() {
           reply(w, true);
         } else {
           apply(g, scale_async, h.lr * scale_async, momentum_async);
-          last_lr_ = h.lr;
+          lookahead_ = h.lr * scale_async * ahead_sum;
           ++version_;
           ++stats_.pushes;
           reply(w, false);

@@ -76,7 +76,7 @@ class ParameterServer {
   Shard mine_;
   std::vector<float> shard_, velocity_;
   uint64_t version_ = 0;
-  float last_lr_ = 0;  // of the last push applied (asynchronous: the look-ahead of the pulls)
+  float lookahead_ = 0;  // asynchronous: replies carry p - lookahead_ v (serve())
   std::vector<std::unique_ptr<Peer>> peers_;
 };
 
