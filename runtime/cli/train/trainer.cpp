@@ -52,6 +52,18 @@ void fill_batch(const Split& split, const Normalization& norm, const uint32_t* i
   }
 }
 
+// Adds the test samples at `indices` to `correct` and `loss_sum`, 1000 at a time.
+void evaluate_samples(Mlp& model, const Split& test, const Normalization& norm, const std::vector<uint32_t>& indices,
+                      Matrix& x, std::vector<uint8_t>& labels, double& correct, double& loss_sum) {
+  for (size_t b = 0; b < indices.size(); b += 1000) {
+    const uint32_t n = uint32_t(std::min<size_t>(1000, indices.size() - b));
+    fill_batch(test, norm, indices.data() + b, n, x, labels);
+    int64_t right = 0;
+    model.evaluate(x, labels.data(), right, loss_sum);
+    correct += double(right);
+  }
+}
+
 }  // namespace
 
 Normalization normalization_of(const Split& train) {
@@ -99,17 +111,12 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
     // A server rank: attach served until the workers finished. Holding the final model, it evaluates it
     // on the whole test set: that is the model at the end of training, after every worker's last step.
     if (exchange.holds_final_model()) {
-      double loss = 0;
-      int64_t correct = 0;
-      std::vector<uint32_t> indices(std::min<size_t>(1000, n_test));
-      for (uint32_t b = 0; b < n_test; b += 1000) {
-        const uint32_t n = std::min<uint32_t>(1000, n_test - b);
-        std::iota(indices.begin(), indices.begin() + n, b);
-        fill_batch(data.test, norm, indices.data(), n, x, labels);
-        model.evaluate(x, labels.data(), correct, loss);
-      }
+      std::vector<uint32_t> all(n_test);
+      std::iota(all.begin(), all.end(), 0u);
+      double correct = 0, loss = 0;
+      evaluate_samples(model, data.test, norm, all, x, labels, correct, loss);
       result.has_final_model = true;
-      result.final_model.test_accuracy = double(correct) / n_test;
+      result.final_model.test_accuracy = correct / n_test;
       result.final_model.test_loss = loss / n_test;
       const auto params = model.parameters();
       result.parameters.assign(params.begin(), params.end());
@@ -155,13 +162,7 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
       train_seconds += std::chrono::duration<double>(Clock::now() - started).count();
       // Evaluation: every rank its share of the test set, summed over ranks.
       double counters[4] = {0, 0, loss_since, double(steps_since)};
-      for (size_t b = 0; b < test_indices.size(); b += 1000) {
-        const uint32_t n = uint32_t(std::min<size_t>(1000, test_indices.size() - b));
-        fill_batch(data.test, norm, test_indices.data() + b, n, x, labels);
-        int64_t correct = 0;
-        model.evaluate(x, labels.data(), correct, counters[1]);
-        counters[0] += double(correct);
-      }
+      evaluate_samples(model, data.test, norm, test_indices, x, labels, counters[0], counters[1]);
       exchange.sum(counters);
       CurvePoint p;
       p.step = step + 1;

@@ -90,8 +90,7 @@ struct Row {
   std::string name;
   nlohmann::json result;
   double final_accuracy = 0;      // the final model's (the server's, where it holds one), else the last evaluation's
-  double last_eval_accuracy = 0;  // the evaluating rank's last evaluation
-  bool server_final = false;      // final_accuracy is the server's evaluation of the final model
+  double last_eval_accuracy = 0;  // the evaluating rank's last evaluation (differs where result has final_model)
   double bytes = 0, raw_bytes = 0;
   double train_seconds = 0, wall_seconds = 0;
   double seconds_to_target = -1;

@@ -25,10 +25,7 @@ Row summarize(const std::string& name, const json& r) {
   if (curve.empty()) throw Failure(GW_ERR_INTERNAL, "train: configuration '" + name + "' wrote no evaluations");
   const json& last = curve.back();
   row.final_accuracy = row.last_eval_accuracy = last.at("test_accuracy").get<double>();
-  if (r.contains("final_model")) {
-    row.final_accuracy = r.at("final_model").at("test_accuracy").get<double>();
-    row.server_final = true;
-  }
+  if (r.contains("final_model")) row.final_accuracy = r.at("final_model").at("test_accuracy").get<double>();
   row.bytes = last.at("bytes").get<double>();
   row.raw_bytes = last.at("raw_bytes").get<double>();
   row.train_seconds = last.at("seconds").get<double>();
@@ -63,7 +60,7 @@ std::string table(const std::vector<Row>& rows, const Options& o) {
                 kReferenceAccuracy);
   t << line;
   for (const auto& r : rows)
-    if (r.server_final) {
+    if (r.result.contains("final_model")) {
       std::snprintf(line, sizeof(line),
                     "%s: test acc is the server's model once every worker finished; worker 0's last evaluation, "
                     "at its own end: %.4f\n",
