@@ -174,6 +174,10 @@ std::string mpi_peer_path(const std::string& suite) {
   return peer.string();
 }
 
+std::vector<std::string> mpirun_argv() {
+  return {"mpirun", "--allow-run-as-root", "--bind-to", "none", "--mca", "rtc_hwloc_vmhole", "none"};
+}
+
 nlohmann::json mpi_peer_result(int status, const std::string& output, const std::string& what) {
   const size_t at = output.find("{\"peer\"");
   if (status != 0 || at == std::string::npos)

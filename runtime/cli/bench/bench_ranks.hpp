@@ -45,6 +45,11 @@ int run_captured(const std::vector<std::string>& argv, const Env& env, std::stri
 // naming `suite`, when it was not built.
 std::string mpi_peer_path(const std::string& suite);
 
+// `mpirun` and the options every MPI peer run takes: as root, no binding, and no hardware topology in
+// shared memory (rtc_hwloc_vmhole none: Open MPI's daemons map it at an address they guess to be free,
+// and now and then crashed there, in hwloc_shmem_topology_write). The suites append their own.
+std::vector<std::string> mpirun_argv();
+
 // The peer's JSON line ({"peer": ...}) in mpirun's output; throws "<what> failed (status S): <output>"
 // when mpirun's exit status is not 0 or the line is missing.
 nlohmann::json mpi_peer_result(int status, const std::string& output, const std::string& what);

@@ -5,7 +5,7 @@
 //     repetitions, each started after a barrier, ITERS calls back to back (about 32 MiB of buffer per
 //     repetition: 1 to 200 calls), timed as the slowest rank's (an allreduce max) per call. One call of
 //     a small buffer lasts tens of microseconds, less than the scheduler's jitter on a shared machine.
-//   peer: `mpirun --allow-run-as-root --oversubscribe --bind-to none --mca rtc_hwloc_vmhole none -np N gradwire-mpi-allreduce COUNT
+//   peer: `mpirun` (mpirun_argv) `--oversubscribe -np N gradwire-mpi-allreduce COUNT
 //     REPS ITERS` (runtime/cli/bench/peers/mpi_allreduce.c), timed the same way.
 // ratio = MPI median / ours median (target >= 1.0 from 1 MiB up). extra: busbw of both (GB/s, the
 // nccl-tests convention: bytes / time * 2 (n - 1) / n), the algorithm gradwire used, spreads.
@@ -71,10 +71,10 @@ json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o) {
 std::vector<double> measure_mpi(int n, uint64_t size, int reps) {
   const std::string peer = mpi_peer_path("P4");
   std::string out;
-  const int status = run_captured({"mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--mca", "rtc_hwloc_vmhole", "none", "-np",
-                                   std::to_string(n), peer, std::to_string(size / 4), std::to_string(reps),
-                                   std::to_string(iterations_for(size))},
-                                  {}, &out);
+  std::vector<std::string> argv = mpirun_argv();
+  argv.insert(argv.end(), {"--oversubscribe", "-np", std::to_string(n), peer, std::to_string(size / 4),
+                           std::to_string(reps), std::to_string(iterations_for(size))});
+  const int status = run_captured(argv, {}, &out);
   return mpi_peer_result(status, out, "P4: mpirun")["seconds"].get<std::vector<double>>();
 }
 

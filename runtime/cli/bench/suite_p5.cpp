@@ -109,10 +109,8 @@ json run_ours(const Options& o, const std::string& rate, const fs::path& out) {
 json run_mpi(const Options& o, const std::string& rate, const Cluster* cluster) {
   const std::vector<std::string> program{mpi_peer_path("P5"), std::to_string(element_count(o)),
                                          std::to_string(o.repetitions)};
-  // rtc_hwloc_vmhole none: no topology in shared memory mapped at a guessed hole of the address space,
-  // which made Open MPI's daemon crash in hwloc_shmem_topology_write now and then.
-  std::vector<std::string> argv{"mpirun", "--allow-run-as-root", "--bind-to", "none", "--mca", "btl", "tcp,self",
-                                "--mca", "rtc_hwloc_vmhole", "none"};
+  std::vector<std::string> argv = mpirun_argv();
+  argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});
   Env env;
   if (cluster) {
     // Every namespace is a host of its own: mpirun runs in rank 0's, and starts the daemon of each other

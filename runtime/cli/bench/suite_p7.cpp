@@ -97,8 +97,8 @@ json run_ours(const Options& o, int ranks, const std::string& rate, const std::s
 
 json run_mpi(const Options& o, int ranks, const std::string& rate) {
   std::optional<Cluster> cluster = Cluster::up(ranks, rate, "bench P7 (MPI peer)", kPerNode);
-  std::vector<std::string> argv{"mpirun", "--allow-run-as-root", "--bind-to", "none", "--mca", "btl", "tcp,self",
-                                "--mca", "rtc_hwloc_vmhole", "none"};  // as P5
+  std::vector<std::string> argv = mpirun_argv();
+  argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});
   Env env;
   if (cluster) {
     std::string hosts;
