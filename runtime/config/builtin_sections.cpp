@@ -54,6 +54,13 @@ Schema Schema::builtin() {
            {"model", ValueType::String, "\"\"",
             "A cost model file (gradwire calibrate) for auto; empty: measure codecs and link at "
             "gw_sync_finalize.", 1, kUnbounded, {}},
+           {"auto_recheck_steps", ValueType::Int, "100",
+            "auto: every this many steps the ranks compare each auto bucket's measured exchange time (the "
+            "median since the last check) with its prediction, and choose again, measuring now, when they "
+            "differ by more than auto_drift; 0: the choice at gw_sync_finalize stays.", 0, 9.2e18, {}},
+           {"auto_drift", ValueType::Float, "2",
+            "auto: the factor (either way) between measured and predicted exchange time that makes the ranks "
+            "choose again.", 1, 1e9, {}},
            {"error_feedback", ValueType::Bool, "false",
             "Keep each bucket's compression residual and add it to the next step's input.", 1,
             kUnbounded, {}},

@@ -78,10 +78,10 @@ std::string mb(double bytes) {
 }  // namespace
 
 std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runtime& runtime,
-                                           const std::vector<uint64_t>& bucket_counts) {
+                                           const std::vector<uint64_t>& bucket_counts, bool measure_now) {
   const config::Config& cfg = runtime.config();
   std::vector<std::string> allowed = cfg.get_strings("codec", "allow");
-  const std::string model_path = cfg.get_string("codec", "model");
+  const std::string model_path = measure_now ? std::string() : cfg.get_string("codec", "model");
   const uint32_t n = comm.size();
   if (allowed.empty()) fail(GW_ERR_CONFIG, "[codec] name = \"auto\" needs [codec] allow to list at least one codec");
   std::vector<std::unique_ptr<Codec>> codecs;  // the allowed compressing codecs, in `allowed` order
@@ -183,11 +183,30 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
             << link_source;
   for (size_t b = 0; b < bucket_counts.size(); ++b) {
     const gm::Choice c = gm::choose(m, allowed, 4.0 * double(bucket_counts[b]), t, 0.05, st);
-    out.push_back({c.codec, c.reason + "; " + link_text.str()});
+    out.push_back({c.codec, c.reason + "; " + link_text.str(), c.predicted});
     runtime.logger().info("sync", "auto codec: bucket " + std::to_string(b) + " (" + mb(4.0 * double(bucket_counts[b])) +
                                       "): " + c.codec + ": " + out.back().reason);
   }
   return out;
+}
+
+double auto_drift(comm::Communicator& comm, const std::vector<double>& ratios, double* worst) {
+  // Per bucket: max(r, 1/r) and, to find which way, r itself where r >= 1 and -1/r where r < 1.
+  std::vector<double> v;
+  for (double r : ratios) {
+    r = r > 0 ? r : 1.0;
+    v.push_back(std::max(r, 1.0 / r));
+  }
+  if (!v.empty()) run_collective(comm, v.data(), v.size(), GW_DTYPE_F64, GW_REDUCE_MAX);
+  double drift = 1.0;
+  size_t at = 0;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] > drift) drift = v[i], at = i;
+  // Which way the worst bucket drifted: its largest ratio and its largest inverse ratio over the ranks.
+  std::vector<double> way{ratios.empty() ? 1.0 : ratios[at], ratios.empty() ? 1.0 : 1.0 / ratios[at]};
+  if (!v.empty()) run_collective(comm, way.data(), way.size(), GW_DTYPE_F64, GW_REDUCE_MAX);
+  if (worst) *worst = way[0] >= way[1] ? way[0] : 1.0 / way[1];
+  return drift;
 }
 
 }  // namespace gw::sync

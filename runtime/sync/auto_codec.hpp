@@ -19,11 +19,18 @@ namespace gw::sync {
 struct AutoChoice {
   std::string codec;
   std::string reason;
+  double predicted = 0;  // seconds, the chosen codec's exchange of the bucket
 };
 
 // Collective: every rank calls it with the same bucket sizes (f32 elements). Returns one choice per
-// bucket. A codec in `allow` that does not exist, or a bad model file, is GW_ERR_CONFIG.
+// bucket. A codec in `allow` that does not exist, or a bad model file, is GW_ERR_CONFIG. `measure_now`
+// measures codecs and link even when [codec] model names a file (a re-decision: the file was wrong).
 std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runtime& runtime,
-                                           const std::vector<uint64_t>& bucket_counts);
+                                           const std::vector<uint64_t>& bucket_counts, bool measure_now = false);
+
+// Collective: every rank passes, per auto bucket, its measured exchange time over the predicted one (1
+// where it has no measurement). Returns, alike on every rank, the largest max(r, 1/r) over the ranks and
+// buckets, and in `worst` that bucket's ratio on the rank that gave it.
+double auto_drift(comm::Communicator& comm, const std::vector<double>& ratios, double* worst);
 
 }  // namespace gw::sync

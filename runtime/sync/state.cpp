@@ -8,6 +8,7 @@
 //   u32 background slots, then per slot: u64 slot, per bucket f32 × count (the finished average),
 //   u64 FNV-1a 64 of every preceding byte.
 // str and bytes are a u64 length and the bytes.
+#include <algorithm>
 #include <cstring>
 
 #include "core/bytes.hpp"
@@ -112,15 +113,25 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     std::unique_ptr<ErrorFeedback> ef;
     std::vector<float> velocity, anchor;
     std::unique_ptr<ErrorFeedback> parameter_ef;
+    std::string adopt_codec;  // an auto bucket takes the checkpoint's choice
   };
+  const std::vector<std::string> allowed = runtime_.config().get_strings("codec", "allow");
   std::vector<Loaded> loaded(buckets);
   for (uint32_t bi = 0; bi < buckets; ++bi) {
     const Bucket& b = buckets_[bi];
     const std::string where = "bucket " + std::to_string(bi);
     const std::string codec = r.str();
-    if (codec != b.codec_name)
-      fail(GW_ERR_MISMATCH, where + " was compressed with '" + codec + "' in the checkpoint, '" + b.codec_name +
-                                "' now");
+    Loaded& l = loaded[bi];
+    Codec* codec_ptr = b.codec;
+    if (codec != b.codec_name) {
+      // An auto bucket resumes with the codec the run had chosen by then (its residuals belong to it).
+      if (!b.is_auto || (codec != "none" && std::find(allowed.begin(), allowed.end(), codec) == allowed.end()))
+        fail(GW_ERR_MISMATCH, where + " was compressed with '" + codec + "' in the checkpoint, '" + b.codec_name +
+                                  "' now" + (b.is_auto ? " ([codec] allow does not list it)" : ""));
+      codec_ptr = codec_named(codec);
+      l.adopt_codec = codec;
+    }
+    const bool has_ef = error_feedback_ && codec_ptr && !(codec_ptr->properties().flags & GW_CODEC_LOSSLESS);
     const uint32_t tensors = r.u32();
     for (uint32_t k = 0; k < tensors; ++k) {
       const std::string name = r.str();
@@ -136,25 +147,24 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     if (tensors != b.tensors.size())
       fail(GW_ERR_MISMATCH, where + " holds " + std::to_string(tensors) + " tensors in the checkpoint, " +
                                 std::to_string(b.tensors.size()) + " now; the tensor layout changed");
-    Loaded& l = loaded[bi];
     l.exchanges = r.u64();
     if (r.u8()) l.accumulator = r.f32s(b.count);
     const auto ef = r.bytes();
-    if (!ef.empty() && !b.ef)
+    if (!ef.empty() && !has_ef)
       fail(GW_ERR_MISMATCH, where + ": the checkpoint has error-feedback residuals but [codec] error_feedback is off");
-    if (b.ef) {
-      l.ef = std::make_unique<ErrorFeedback>(*b.codec);
+    if (has_ef) {
+      l.ef = std::make_unique<ErrorFeedback>(*codec_ptr);
       if (!ef.empty()) l.ef->load(ef.data(), ef.size());
     }
     if (version >= 2) {
       if (r.u8()) l.velocity = r.f32s(b.count);
       if (r.u8()) l.anchor = r.f32s(b.count);
       const auto pef = r.bytes();
-      if (!pef.empty() && !b.parameter_ef)
+      if (!pef.empty() && !has_ef)
         fail(GW_ERR_MISMATCH, where + ": the checkpoint has parameter error-feedback residuals but [codec] "
                                       "error_feedback is off");
-      if (b.parameter_ef) {
-        l.parameter_ef = std::make_unique<ErrorFeedback>(*b.codec);
+      if (has_ef) {
+        l.parameter_ef = std::make_unique<ErrorFeedback>(*codec_ptr);
         if (!pef.empty()) l.parameter_ef->load(pef.data(), pef.size());
       }
       if (!l.velocity.empty() && !(momentum_ > 0))
@@ -179,6 +189,12 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
   micro_steps_ = micro;
   for (uint32_t bi = 0; bi < buckets; ++bi) {
     Bucket& b = buckets_[bi];
+    if (!loaded[bi].adopt_codec.empty()) {
+      set_codec(b, loaded[bi].adopt_codec);
+      b.codec_reason = "taken from the checkpoint, where it had been chosen";
+      b.recent.clear();
+      b.predicted_seconds = 0;  // unknown here: the next check chooses again (synchronizer.cpp)
+    }
     b.exchanges = loaded[bi].exchanges;
     b.accumulator = std::move(loaded[bi].accumulator);
     if (b.ef) b.ef->restore(loaded[bi].ef->residuals());

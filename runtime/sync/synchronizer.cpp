@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <sstream>
 
 #include "codec/staging.hpp"
 #include "collectives/algorithms.hpp"
@@ -66,6 +67,8 @@ Synchronizer::Synchronizer(comm::Communicator& comm, const Runtime& runtime) : c
   error_feedback_ = cfg.get_bool("codec", "error_feedback");
   seed_ = uint64_t(cfg.get_int("codec", "seed"));
   momentum_ = float(cfg.get_float("codec", "momentum"));
+  auto_recheck_steps_ = uint64_t(cfg.get_int("codec", "auto_recheck_steps"));
+  auto_drift_ = cfg.get_float("codec", "auto_drift");
   bucket_bytes_ = uint64_t(cfg.get_int("bucket", "bytes"));
   for (const auto& node : cfg.rules()) {
     const toml::table& t = *node.as_table();
@@ -168,20 +171,14 @@ void Synchronizer::finalize() {
   size_t next_auto = 0;
   for (const auto& list : lists) {
     Bucket b;
-    b.codec_name = tensors_[list.front()].codec;
-    if (b.codec_name == "auto") {
+    std::string codec = tensors_[list.front()].codec;
+    if (codec == "auto") {
+      b.is_auto = true;
       b.codec_reason = chosen[next_auto].reason;
-      b.codec_name = chosen[next_auto++].codec;
+      b.predicted_seconds = chosen[next_auto].predicted;
+      codec = chosen[next_auto++].codec;
     }
-    if (b.codec_name != "none") {
-      auto it = codecs_.find(b.codec_name);
-      if (it == codecs_.end()) it = codecs_.emplace(b.codec_name, runtime_.make_codec(b.codec_name)).first;
-      b.codec = it->second.get();
-      if (error_feedback_ && !(b.codec->properties().flags & GW_CODEC_LOSSLESS)) {
-        b.ef = std::make_unique<ErrorFeedback>(*b.codec);
-        b.parameter_ef = std::make_unique<ErrorFeedback>(*b.codec);
-      }
-    }
+    set_codec(b, codec);
     b.tensors = list;
     for (uint32_t i : list) b.count += tensors_[i].gradient.count;
     buckets_.push_back(std::move(b));
@@ -375,6 +372,69 @@ void Synchronizer::start_early(uint32_t bucket, bool accumulated) {
   b.early = start_exchange(bucket, accumulated, false);
 }
 
+Codec* Synchronizer::codec_named(const std::string& name) {
+  if (name == "none") return nullptr;
+  auto it = codecs_.find(name);
+  if (it == codecs_.end()) it = codecs_.emplace(name, runtime_.make_codec(name)).first;
+  return it->second.get();
+}
+
+void Synchronizer::set_codec(Bucket& b, const std::string& name) {
+  Codec* codec = codec_named(name);
+  const bool ef = error_feedback_ && codec && !(codec->properties().flags & GW_CODEC_LOSSLESS);
+  std::unique_ptr<ErrorFeedback> grad_ef, param_ef;
+  if (ef) {
+    // Fresh: residuals are kept per piece of the codec's algorithm (a scatter-reduce block, a sparse
+    // gather's piece), so another codec's residuals do not fit; the last uncorrected error is dropped.
+    grad_ef = std::make_unique<ErrorFeedback>(*codec);
+    param_ef = std::make_unique<ErrorFeedback>(*codec);
+  }
+  b.codec_name = name;
+  b.codec = codec;
+  b.ef = std::move(grad_ef);
+  b.parameter_ef = std::move(param_ef);
+}
+
+void Synchronizer::recheck_auto() {
+  std::vector<uint32_t> autos;
+  for (uint32_t i = 0; i < buckets_.size(); ++i)
+    if (buckets_[i].is_auto) autos.push_back(i);
+  if (autos.empty()) return;
+  std::vector<double> ratios;
+  for (uint32_t i : autos) {
+    std::vector<double>& r = buckets_[i].recent;
+    double ratio = 1.0;
+    if (!r.empty() && buckets_[i].predicted_seconds > 0) {
+      std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
+      ratio = std::max(1e-9, r[r.size() / 2] / buckets_[i].predicted_seconds);
+    } else if (!r.empty()) {
+      ratio = 2 * auto_drift_;  // a codec taken from a checkpoint has no prediction yet: choose now
+    }
+    ratios.push_back(ratio);
+    r.clear();
+  }
+  double worst = 1.0;
+  const double drift = auto_drift(comm_, ratios, &worst);
+  if (drift <= auto_drift_) return;
+  std::vector<uint64_t> counts;
+  for (uint32_t i : autos) counts.push_back(buckets_[i].count);
+  const std::vector<AutoChoice> chosen = choose_auto_codecs(comm_, runtime_, counts, true);
+  std::ostringstream why;
+  why.precision(3);
+  why << "chosen again at step " << steps_ << ": an exchange took " << worst
+      << " x its prediction (median since the last check, the farthest rank; [codec] auto_drift = " << auto_drift_
+      << "): ";
+  for (size_t k = 0; k < autos.size(); ++k) {
+    Bucket& b = buckets_[autos[k]];
+    const std::string before = b.codec_name;
+    if (chosen[k].codec != b.codec_name) set_codec(b, chosen[k].codec);
+    b.codec_reason = why.str() + chosen[k].reason;
+    b.predicted_seconds = chosen[k].predicted;
+    runtime_.logger().info("sync", "auto codec: bucket " + std::to_string(autos[k]) + ": " + before + " -> " +
+                                       b.codec_name + ": " + b.codec_reason);
+  }
+}
+
 void Synchronizer::finish(uint32_t bucket, Exchange& e, bool book) {
   Bucket& b = buckets_[bucket];
   if (e.request == nullptr) return;  // finished before (a restored checkpoint, or save_state)
@@ -394,6 +454,7 @@ void Synchronizer::finish(uint32_t bucket, Exchange& e, bool book) {
   a.decode_seconds += e.stats.decode_seconds;
   a.transfer_seconds += std::max(0.0, wall - e.stats.encode_seconds - e.stats.decode_seconds);
   ++a.syncs;
+  if (b.is_auto) b.recent.push_back(wall);
 }
 
 // ---- the schedule's callbacks ------------------------------------------------------------------
@@ -541,6 +602,10 @@ uint32_t Synchronizer::step() {
   ++steps_;
   for (Bucket& b : buckets_) ++b.accounting.steps;
   end_step();
+  // Only between exchanges: one in flight holds its bucket's codec and error feedback. Whether one is
+  // depends on the schedule and the step count alone, so every rank takes the same branch.
+  if (auto_recheck_steps_ > 0 && steps_ % auto_recheck_steps_ == 0 && slots_.empty() && comm_.size() > 1)
+    recheck_auto();
   return ctx.flags;
 }
 

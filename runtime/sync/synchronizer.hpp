@@ -117,6 +117,10 @@ class Synchronizer {
     std::optional<Rollback> rollback;       // the state before this step's early start
     Accounting accounting;
     std::string codec_reason;  // why the auto codec chose codec_name; "" when configured
+    // The auto codec: this bucket's codec is chosen by the cost model (finalize, and again on drift).
+    bool is_auto = false;
+    double predicted_seconds = 0;  // the chosen codec's predicted exchange time
+    std::vector<double> recent;    // measured exchange times since the last check
   };
   // What the schedule will do this step, from a dry run of on_step on a copy of its state.
   struct Plan {
@@ -169,6 +173,13 @@ class Synchronizer {
   gw_schedule_runtime runtime_for(StepContext& ctx);
 
   void end_step();
+  // Gives bucket `b` codec `name` ("none": dense) with fresh error feedback where the codec is lossy and
+  // [codec] error_feedback is on (another codec's residuals are dropped).
+  void set_codec(Bucket& b, const std::string& name);
+  Codec* codec_named(const std::string& name);
+  // Every auto_recheck_steps steps: the auto buckets' measured exchange times against their predictions,
+  // compared over the ranks; past auto_drift, every auto bucket is chosen again, measuring now.
+  void recheck_auto();
   void progress_loop();
   void check_registrations();
 
@@ -180,6 +191,8 @@ class Synchronizer {
   bool error_feedback_ = false;
   uint64_t seed_ = 0;
   float momentum_ = 0;  // [codec] momentum
+  uint64_t auto_recheck_steps_ = 0;  // [codec] auto_recheck_steps
+  double auto_drift_ = 2;            // [codec] auto_drift
   uint64_t bucket_bytes_ = 0;
   std::vector<Rule> rules_;
 

@@ -400,7 +400,8 @@ GW_API gw_status gw_sync_skip_step(gw_sync* sync);
 GW_API gw_status gw_sync_save_state(gw_sync* sync, void* buf, uint64_t capacity, uint64_t* size);
 /* Restores a blob gw_sync_save_state wrote, after gw_sync_finalize, so the run continues exactly. A
  * damaged blob is GW_ERR_CORRUPT, another version GW_ERR_VERSION, another schedule, codec or tensor
- * layout GW_ERR_MISMATCH naming the difference; the state is then unchanged.
+ * layout GW_ERR_MISMATCH naming the difference; the state is then unchanged. A bucket whose codec is
+ * auto takes the checkpoint's codec instead, when [codec] allow lists it (or it is none).
  * thread: the communicator's. */
 GW_API gw_status gw_sync_load_state(gw_sync* sync, const void* buf, uint64_t size);
 

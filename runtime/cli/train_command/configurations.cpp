@@ -36,6 +36,10 @@ const std::vector<Configuration>& configurations() {
                   "tensors under 16 KiB uncompressed",
      "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n"
      "[[rules]]\nmatch = \"*\"\nmax_bytes = 16384\ncodec = \"none\"\n", 1.0f, true},
+    {"auto", "the codec the cost model predicts fastest for each bucket on these links, among none, fp16, int8 "
+             "and top-k 1 % (error feedback where lossy), chosen at finalize",
+     "[codec]\nname = \"auto\"\nallow = [\"none\", \"fp16\", \"int8\", \"topk\"]\nerror_feedback = true\n"
+     "[codec.topk]\nratio = 0.01\n[schedule]\nname = \"every_step\"\n"},
     {"local-sgd", "local SGD: uncompressed parameters averaged every 8 steps, none in between",
      "[codec]\nname = \"none\"\nerror_feedback = false\n[schedule]\nname = \"local_sgd\"\n"
      "[schedule.local_sgd]\nperiod = 8\n"},
