@@ -191,7 +191,7 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
 }
 
 double auto_drift(comm::Communicator& comm, const std::vector<double>& ratios, double* worst) {
-  // Per bucket: max(r, 1/r) and, to find which way, r itself where r >= 1 and -1/r where r < 1.
+  // Per bucket max(r, 1/r), maxed over the ranks: the farthest drift either way.
   std::vector<double> v;
   for (double r : ratios) {
     r = r > 0 ? r : 1.0;

@@ -131,7 +131,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       codec_ptr = codec_named(codec);
       l.adopt_codec = codec;
     }
-    const bool has_ef = error_feedback_ && codec_ptr && !(codec_ptr->properties().flags & GW_CODEC_LOSSLESS);
+    const bool has_ef = wants_error_feedback(codec_ptr);
     const uint32_t tensors = r.u32();
     for (uint32_t k = 0; k < tensors; ++k) {
       const std::string name = r.str();
@@ -193,7 +193,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       set_codec(b, loaded[bi].adopt_codec);
       b.codec_reason = "taken from the checkpoint, where it had been chosen";
       b.recent.clear();
-      b.predicted_seconds = 0;  // unknown here: the next check chooses again (synchronizer.cpp)
+      b.predicted_seconds = 0;  // unknown: the next check chooses again (recheck_auto)
     }
     b.exchanges = loaded[bi].exchanges;
     b.accumulator = std::move(loaded[bi].accumulator);

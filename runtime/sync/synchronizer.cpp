@@ -379,11 +379,14 @@ Codec* Synchronizer::codec_named(const std::string& name) {
   return it->second.get();
 }
 
+bool Synchronizer::wants_error_feedback(const Codec* codec) const {
+  return error_feedback_ && codec && !(codec->properties().flags & GW_CODEC_LOSSLESS);
+}
+
 void Synchronizer::set_codec(Bucket& b, const std::string& name) {
   Codec* codec = codec_named(name);
-  const bool ef = error_feedback_ && codec && !(codec->properties().flags & GW_CODEC_LOSSLESS);
   std::unique_ptr<ErrorFeedback> grad_ef, param_ef;
-  if (ef) {
+  if (wants_error_feedback(codec)) {
     // Fresh: residuals are kept per piece of the codec's algorithm (a scatter-reduce block, a sparse
     // gather's piece), so another codec's residuals do not fit; the last uncorrected error is dropped.
     grad_ef = std::make_unique<ErrorFeedback>(*codec);
@@ -401,29 +404,32 @@ void Synchronizer::recheck_auto() {
     if (buckets_[i].is_auto) autos.push_back(i);
   if (autos.empty()) return;
   std::vector<double> ratios;
+  bool unpredicted = false;  // a codec taken from a checkpoint: alike on every rank
   for (uint32_t i : autos) {
     std::vector<double>& r = buckets_[i].recent;
     double ratio = 1.0;
     if (!r.empty() && buckets_[i].predicted_seconds > 0) {
       std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
       ratio = std::max(1e-9, r[r.size() / 2] / buckets_[i].predicted_seconds);
-    } else if (!r.empty()) {
-      ratio = 2 * auto_drift_;  // a codec taken from a checkpoint has no prediction yet: choose now
     }
+    unpredicted = unpredicted || buckets_[i].predicted_seconds <= 0;
     ratios.push_back(ratio);
     r.clear();
   }
   double worst = 1.0;
   const double drift = auto_drift(comm_, ratios, &worst);
-  if (drift <= auto_drift_) return;
+  if (drift <= auto_drift_ && !unpredicted) return;
   std::vector<uint64_t> counts;
   for (uint32_t i : autos) counts.push_back(buckets_[i].count);
   const std::vector<AutoChoice> chosen = choose_auto_codecs(comm_, runtime_, counts, true);
   std::ostringstream why;
   why.precision(3);
-  why << "chosen again at step " << steps_ << ": an exchange took " << worst
-      << " x its prediction (median since the last check, the farthest rank; [codec] auto_drift = " << auto_drift_
-      << "): ";
+  why << "chosen again at step " << steps_ << ": ";
+  if (drift > auto_drift_)
+    why << "an exchange took " << worst << " x its prediction (median since the last check, the farthest rank; "
+        << "[codec] auto_drift = " << auto_drift_ << "): ";
+  else
+    why << "the codec came from a checkpoint, without a prediction: ";
   for (size_t k = 0; k < autos.size(); ++k) {
     Bucket& b = buckets_[autos[k]];
     const std::string before = b.codec_name;

@@ -177,6 +177,8 @@ class Synchronizer {
   // [codec] error_feedback is on (another codec's residuals are dropped).
   void set_codec(Bucket& b, const std::string& name);
   Codec* codec_named(const std::string& name);
+  // Whether a bucket with `codec` keeps error feedback: [codec] error_feedback on and the codec lossy.
+  bool wants_error_feedback(const Codec* codec) const;
   // Every auto_recheck_steps steps: the auto buckets' measured exchange times against their predictions,
   // compared over the ranks; past auto_drift, every auto bucket is chosen again, measuring now.
   void recheck_auto();
