@@ -42,8 +42,8 @@ const gw_config_key kConfigKeys[] = {
      1.0, 0.0, nullptr},
     {sizeof(gw_config_key), "rndv_threshold", GW_CONFIG_STRING, "\"\"",
      "Message size from which UCX switches to the zero-copy rendezvous protocol, in UCX_RNDV_THRESH "
-     "syntax (\"8k\", \"inf\"); empty: the environment, else \"inf\" when tls is TCP only (rendezvous over "
-     "TCP adds a handshake and no zero copy), else UCX's automatic choice.",
+     "syntax (\"8k\", \"inf\"); empty: the environment or UCX's automatic choice. \"inf\" (eager for every "
+     "size) is up to 2x faster over TCP on slow links; see docs/collectives.md before using it.",
      1.0, 0.0, nullptr},
     {sizeof(gw_config_key), "local_peer_failure_detection", GW_CONFIG_BOOL, "false",
      "Create endpoints to ranks on this host with UCX's peer-failure handling too; UCX then cannot use "
@@ -196,9 +196,6 @@ bool tls_list_within(const std::string& tls, std::initializer_list<const char*> 
 bool shared_memory_only(const std::string& tls) {
   return tls_list_within(tls, {"shm", "sm", "posix", "sysv", "cma", "knem", "xpmem", "self"});
 }
-
-// True for a UCX_TLS list that reaches other processes over TCP only ("tcp", "tcp,self").
-bool tcp_only(const std::string& tls) { return tls_list_within(tls, {"tcp", "self"}); }
 
 void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* peer = static_cast<Peer*>(arg);
@@ -375,18 +372,6 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
     }
     std::string tls = config_string(host, config, "tls");
     if (tls.empty() && std::getenv("UCX_TLS") != nullptr) tls = std::getenv("UCX_TLS");
-    // Over TCP only, UCX 1.13's rendezvous copies through the socket like the eager protocol but adds
-    // a handshake per message, and a pair of ranks exchanging both ways then takes turns: 2 ranks
-    // behind 1 Gbit/s links reached half the link with it and all of it without (docs/collectives.md).
-    // So eager for every size, unless the configuration or UCX_RNDV_THRESH says otherwise.
-    if (tcp_only(tls) && config_string(host, config, "rndv_threshold").empty() &&
-        std::getenv("UCX_RNDV_THRESH") == nullptr) {
-      const ucs_status_t st = ucp_config_modify(ucx_config, "RNDV_THRESH", "inf");
-      if (st != UCS_OK) {
-        ucp_config_release(ucx_config);
-        check_ucs(st, "ucp_config_modify(RNDV_THRESH=inf)");
-      }
-    }
     t->detect_peer_failure = !shared_memory_only(tls);
     int32_t local_detection = 0;
     if (config != nullptr && host->config_get_bool != nullptr &&
