@@ -191,21 +191,16 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
 }
 
 double auto_drift(comm::Communicator& comm, const std::vector<double>& ratios, double* worst) {
-  // Per bucket max(r, 1/r), maxed over the ranks: the farthest drift either way.
+  // Per bucket r and 1 / r, maxed over the ranks: the farthest drift each way, in one reduction.
   std::vector<double> v;
-  for (double r : ratios) {
-    r = r > 0 ? r : 1.0;
-    v.push_back(std::max(r, 1.0 / r));
-  }
+  for (double r : ratios) v.insert(v.end(), {r, 1.0 / r});
   if (!v.empty()) run_collective(comm, v.data(), v.size(), GW_DTYPE_F64, GW_REDUCE_MAX);
-  double drift = 1.0;
-  size_t at = 0;
-  for (size_t i = 0; i < v.size(); ++i)
-    if (v[i] > drift) drift = v[i], at = i;
-  // Which way the worst bucket drifted: its largest ratio and its largest inverse ratio over the ranks.
-  std::vector<double> way{ratios.empty() ? 1.0 : ratios[at], ratios.empty() ? 1.0 : 1.0 / ratios[at]};
-  if (!v.empty()) run_collective(comm, way.data(), way.size(), GW_DTYPE_F64, GW_REDUCE_MAX);
-  if (worst) *worst = way[0] >= way[1] ? way[0] : 1.0 / way[1];
+  double drift = 1.0, farthest = 1.0;
+  for (size_t i = 0; i < v.size(); i += 2) {
+    if (v[i] > drift) drift = v[i], farthest = v[i];
+    if (v[i + 1] > drift) drift = v[i + 1], farthest = 1.0 / v[i + 1];
+  }
+  if (worst) *worst = farthest;
   return drift;
 }
 

@@ -28,9 +28,9 @@ struct AutoChoice {
 std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runtime& runtime,
                                            const std::vector<uint64_t>& bucket_counts, bool measure_now = false);
 
-// Collective: every rank passes, per auto bucket, its measured exchange time over the predicted one (1
-// where it has no measurement). Returns, alike on every rank, the largest max(r, 1/r) over the ranks and
-// buckets, and in `worst` that bucket's ratio on the rank that gave it.
+// Collective: every rank passes, per auto bucket, its measured exchange time over the predicted one (> 0;
+// 1 where it has no measurement). Returns, alike on every rank, the largest max(r, 1/r) over the ranks
+// and buckets, and in `worst` the ratio r that gave it.
 double auto_drift(comm::Communicator& comm, const std::vector<double>& ratios, double* worst);
 
 }  // namespace gw::sync

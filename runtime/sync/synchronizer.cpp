@@ -460,7 +460,9 @@ void Synchronizer::finish(uint32_t bucket, Exchange& e, bool book) {
   a.decode_seconds += e.stats.decode_seconds;
   a.transfer_seconds += std::max(0.0, wall - e.stats.encode_seconds - e.stats.decode_seconds);
   ++a.syncs;
-  if (b.is_auto) b.recent.push_back(wall);
+  // Kept for the next check only, and never more than a check's worth (a schedule that keeps exchanges in
+  // flight is never checked).
+  if (b.is_auto && b.recent.size() < auto_recheck_steps_) b.recent.push_back(wall);
 }
 
 // ---- the schedule's callbacks ------------------------------------------------------------------

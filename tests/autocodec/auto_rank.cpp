@@ -121,6 +121,34 @@ int adopt_case(const std::string& light, const std::string& strong) {
   return 0;
 }
 
+// The choice at finalize ("measured", or "model" with `file` and `expect`): one bucket, the same codec
+// on every rank, stats that carry it and say why, and a step that averages alike.
+void check_choice(gw_comm* comm, gw_runtime* rt, const std::string& mode, const std::string& expect,
+                  const std::string& file) {
+  Layer layer(comm, rt);
+  uint32_t buckets = 0;
+  check(gw_sync_bucket_count(layer.sync, &buckets), "bucket count");
+  if (buckets != 1) die("expected one bucket, got " + std::to_string(buckets));
+  const std::string codec = layer.codec();
+  gw_sync_stats stats = GW_SYNC_STATS_INIT;
+  check(gw_sync_get_stats(layer.sync, 0, &stats), "stats");
+  if (!stats.codec || codec != stats.codec) die("stats.codec differs from the bucket's codec " + codec);
+  const std::string reason = layer.reason();
+  std::printf("[%d] auto chose %s: %s\n", g_rank, codec.c_str(), reason.c_str());
+  if (reason.find("predicted") == std::string::npos) die("the reason does not give the prediction: '" + reason + "'");
+  if (mode == "model") {
+    if (expect == "light" && codec != "none" && codec != "fp16")
+      die("on a fast link auto chose " + codec + "; expected none or fp16 (" + reason + ")");
+    if (expect == "strong" && codec != "int8" && codec != "topk")
+      die("behind a slow link auto chose " + codec + "; expected int8 or topk (" + reason + ")");
+    if (reason.find(file) == std::string::npos) die("the reason does not name the model file: " + reason);
+  } else if (reason.find("measured now") == std::string::npos) {
+    die("the reason does not say the link was measured: " + reason);
+  }
+  check_identical(comm, codec.data(), codec.size(), "the chosen codec");
+  layer.step(comm, 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,47 +173,7 @@ int main(int argc, char** argv) {
   }
   gw_runtime* rt = make_runtime(toml);
   gw_comm* comm = make_comm(rt);
-  // One bucket of 16 MB: a layer's weight and its bias.
-  std::vector<float> w(4u << 20), b(1000);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = uniform(1, g_rank, i);
-  for (size_t i = 0; i < b.size(); ++i) b[i] = uniform(2, g_rank, i);
-  gw_sync_options o = GW_SYNC_OPTIONS_INIT;
-  o.runtime = rt;
-  gw_sync* sync = nullptr;
-  check(gw_sync_create(comm, &o, &sync), "gw_sync_create");
-  gw_tensor tw = f32(w.data(), w.size()), tb = f32(b.data(), b.size());
-  check(gw_sync_register(sync, "fc.weight", &tw, nullptr), "register");
-  check(gw_sync_register(sync, "fc.bias", &tb, nullptr), "register");
-  check(gw_sync_finalize(sync), "gw_sync_finalize");
-
-  uint32_t buckets = 0;
-  check(gw_sync_bucket_count(sync, &buckets), "bucket count");
-  if (buckets != 1) die("expected one bucket, got " + std::to_string(buckets));
-  gw_sync_bucket_info info = GW_SYNC_BUCKET_INFO_INIT;
-  check(gw_sync_get_bucket_info(sync, 0, &info), "bucket info");
-  const std::string codec = info.codec;
-  gw_sync_stats stats = GW_SYNC_STATS_INIT;
-  check(gw_sync_get_stats(sync, 0, &stats), "stats");
-  if (!stats.codec || codec != stats.codec) die("stats.codec differs from the bucket's codec " + codec);
-  const std::string reason = stats.codec_reason ? stats.codec_reason : "";
-  std::printf("[%d] auto chose %s: %s\n", g_rank, codec.c_str(), reason.c_str());
-  if (reason.find("predicted") == std::string::npos) die("the reason does not give the prediction: '" + reason + "'");
-  if (mode == "model") {
-    if (expect == "light" && codec != "none" && codec != "fp16")
-      die("on a fast link auto chose " + codec + "; expected none or fp16 (" + reason + ")");
-    if (expect == "strong" && codec != "int8" && codec != "topk")
-      die("behind a slow link auto chose " + codec + "; expected int8 or topk (" + reason + ")");
-    if (reason.find(argv[2]) == std::string::npos) die("the reason does not name the model file: " + reason);
-  } else if (reason.find("measured now") == std::string::npos) {
-    die("the reason does not say the link was measured: " + reason);
-  }
-  check_identical(comm, codec.data(), codec.size(), "the chosen codec");
-
-  uint32_t flags = 0;
-  check(gw_sync_step(sync, &flags), "gw_sync_step");
-  if (!(flags & GW_SYNC_GRADIENTS_AVERAGED)) die("the step did not average the gradients");
-  check_identical(comm, w.data(), w.size() * 4, "the averaged weight gradient");
-  check(gw_sync_destroy(sync), "gw_sync_destroy");
+  check_choice(comm, rt, mode, expect, argc > 2 ? argv[2] : "");
   check(gw_comm_destroy(comm), "gw_comm_destroy");
   check(gw_runtime_destroy(rt), "gw_runtime_destroy");
   std::printf("OK rank %d\n", g_rank);

@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <initializer_list>
 #include <memory>
 #include <new>
 #include <string>
@@ -176,25 +175,20 @@ double config_float(const gw_host* host, const gw_config* config, const char* ke
   return value;
 }
 
-// True when every name of a UCX_TLS list is one of `names` ("shm,self" against the shared-memory
-// names); false for an empty list (UCX's own choice) and for an exclusion list ("^tcp").
-bool tls_list_within(const std::string& tls, std::initializer_list<const char*> names) {
+// True for a UCX_TLS list of shared-memory transports only ("shm", "sm,self", "posix,cma", ...).
+bool shared_memory_only(const std::string& tls) {
   if (tls.empty() || tls[0] == '^') return false;
+  static const char* const kShm[] = {"shm", "sm", "posix", "sysv", "cma", "knem", "xpmem", "self"};
   size_t start = 0;
   while (start <= tls.size()) {
     const size_t end = std::min(tls.find(',', start), tls.size());
     const std::string name = tls.substr(start, end - start);
-    bool known = false;
-    for (const char* k : names) known = known || name == k;
-    if (!known) return false;
+    bool shm = false;
+    for (const char* k : kShm) shm = shm || name == k;
+    if (!shm) return false;
     start = end + 1;
   }
   return true;
-}
-
-// True for a UCX_TLS list of shared-memory transports only ("shm", "sm,self", "posix,cma", ...).
-bool shared_memory_only(const std::string& tls) {
-  return tls_list_within(tls, {"shm", "sm", "posix", "sysv", "cma", "knem", "xpmem", "self"});
 }
 
 void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
