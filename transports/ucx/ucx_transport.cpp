@@ -7,6 +7,7 @@
 // moves them without extra copies. Nothing here blocks, except destroy's bounded wait for endpoints to
 // close. See docs/collectives.md (transport section).
 #include <gradwire/plugin.h>
+#include <dlfcn.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <thread>
@@ -119,11 +121,16 @@ struct Transport {
   bool local_peer_failure_detection = false;
   std::string host_name;
   std::string blob;  // host name, NUL, UCP worker address
-  // Requests the runtime freed while UCX still had them (sends, which UCX cannot cancel): kept until
-  // they complete, so that their callbacks find them, and waited for (bounded) before the endpoints close.
+  // Requests the runtime freed while UCX still had them (a send, or a receive already matched to a
+  // rendezvous, which UCX cannot cancel): kept so that their callbacks find them, released at destroy.
   std::vector<gw_transport_request*> orphans;
+  // Set by the first orphan: the runtime may release its buffer as soon as request_free returns, and
+  // UCX would still read it (a send) or write it (a receive) whenever the worker is driven. So the
+  // worker is never driven again: progress does nothing, pending requests fail, destroy does not
+  // flush. Orphans appear only when a collective failed or the application freed an unfinished
+  // operation; in both cases the communicator is to be destroyed.
+  bool stalled = false;
 
-  void release_completed_orphans();
   ~Transport();
 };
 
@@ -259,48 +266,48 @@ void drain_unexpected(ucp_worker_h worker, std::chrono::steady_clock::time_point
   }
 }
 
-void Transport::release_completed_orphans() {
-  std::erase_if(orphans, [](gw_transport_request* r) {
-    if (r->ucx != nullptr) return false;
-    delete r;
-    return true;
-  });
+// The UCX state of stalled transports: never driven again and never destroyed. UCX 1.13 cannot
+// destroy an endpoint with an operation in flight without driving it (over shared memory it asserts
+// on the endpoint's pending queue), and driving it would touch released buffers. Kept reachable until
+// the process exits; its connections stay open meanwhile (the peers learn of the failure from the
+// runtime's notices, their timeout, or this process's exit).
+struct Parked {
+  ucp_context_h context;
+  ucp_worker_h worker;
+  std::vector<gw_transport_request*> orphans;
+};
+std::mutex parked_mutex;
+std::vector<Parked>* parked = nullptr;  // allocated by the first, never freed
+
+// Keeps this plugin mapped until the process exits, so that what is parked stays reachable (the
+// runtime unloads plugins at gw_runtime_destroy) and UCX's callbacks still point at code.
+void pin_this_plugin() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&pin_this_plugin), &info) != 0 && info.dli_fname != nullptr)
+    (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
 Transport::~Transport() {
+  if (worker != nullptr && stalled) {
+    log(*this, GW_LOG_WARN,
+        std::to_string(orphans.size()) +
+            " operation(s) were freed before they completed (a failed or aborted collective); UCX cannot cancel "
+            "them, so this communicator's UCX worker is left as it is, not driven, until the process exits");
+    if (address != nullptr) ucp_worker_release_address(worker, address);
+    pin_this_plugin();
+    const std::lock_guard<std::mutex> lock(parked_mutex);
+    if (parked == nullptr) parked = new std::vector<Parked>;
+    parked->push_back(Parked{context, worker, std::move(orphans)});
+    return;
+  }
   if (worker != nullptr) {
-    // Unfinished sends get at most a second (or close_timeout_s, when shorter) to be taken.
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(std::min(close_timeout_s, 1.0)));
-    // Messages no receive matched are taken and dropped (their senders' rendezvous complete), and this
-    // rank's own unfinished sends get until close_timeout_s for their receivers to do the same.
-    drain_unexpected(worker, deadline);
-    for (;;) {
-      while (ucp_worker_progress(worker) != 0) {
-      }
-      drain_unexpected(worker, deadline);
-      release_completed_orphans();
-      if (orphans.empty() || std::chrono::steady_clock::now() > deadline) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    // Operations a failed collective left unfinished (a peer stopped or gone mid-rendezvous) are released,
-    // and then the worker is not driven again: a peer that resumes would otherwise deliver into
-    // rendezvous requests UCX no longer tracks (UCX 1.13's TCP transport asserts on that). Its endpoints
-    // are destroyed with the worker instead of being flushed.
-    const bool abandon = !orphans.empty();
-    if (abandon)
-      log(*this, GW_LOG_WARN, std::to_string(orphans.size()) +
-                                  " operation(s) of a failed collective did not finish within a second; releasing "
-                                  "them and closing the endpoints without a flush");
-    for (gw_transport_request* r : orphans) {
-      if (r->ucx != nullptr) ucp_request_free(r->ucx);  // no callback runs after this
-      delete r;
-    }
-    orphans.clear();
+    // Messages no receive matched are taken and dropped, bounded by a second (or close_timeout_s,
+    // when shorter); then the endpoints close with a flush (a force close for a failed peer).
+    drain_unexpected(worker, std::chrono::steady_clock::now() +
+                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     std::chrono::duration<double>(std::min(close_timeout_s, 1.0))));
     std::vector<void*> closing;
     for (auto& peer : peers) {
-      if (abandon) break;
       if (peer == nullptr || peer->ep == nullptr) continue;
       ucp_request_param_t param{};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -464,8 +471,15 @@ gw_status connect(void* transport, const void* const* blobs, const uint64_t* siz
   });
 }
 
+[[noreturn]] void fail_stalled() {
+  fail(GW_ERR_STATE,
+       "ucx transport: an operation was freed before it completed, and UCX cannot cancel it; this transport "
+       "moves nothing more, so that UCX does not touch the released buffer (destroy the communicator)");
+}
+
 Peer& checked_peer(Transport& t, uint32_t peer, uint64_t tag) {
   if (t.aborted.load()) fail(GW_ERR_ABORTED, "ucx transport: the communicator was aborted");
+  if (t.stalled) fail_stalled();
   if (t.peers.empty()) fail(GW_ERR_STATE, "ucx transport: send/recv before connect");
   if (peer >= t.world_size)
     fail(GW_ERR_INVALID_ARGUMENT, "ucx transport: peer " + std::to_string(peer) + " is not a rank (world size " +
@@ -581,6 +595,7 @@ gw_status test(void* transport, gw_transport_request* request, uint64_t* bytes) 
                                  " (the peer process probably exited or crashed)");
     }
     if (t.aborted.load()) fail(GW_ERR_ABORTED, "ucx transport: the communicator was aborted");
+    if (t.stalled) fail_stalled();
     const Peer& p = *t.peers[r.peer];
     if (p.failed.load())
       fail(GW_ERR_TRANSPORT, "ucx transport: " + peer_text(r) + " failed: " + ucs_status_string(p.failure) +
@@ -593,11 +608,16 @@ void request_free(void* transport, gw_transport_request* request) {
   if (request == nullptr) return;
   Transport* t = static_cast<Transport*>(transport);
   if (request->ucx != nullptr && t != nullptr) {
-    // Cancelling completes a receive at once (its callback releases the UCP request). A send cannot be
-    // cancelled: keep it until it completes (destroy waits for it, bounded), so that its callback
-    // finds the request and UCX gets its request back.
+    // Cancelling completes a receive nothing matched yet at once (its callback releases the UCP
+    // request). A send, or a receive already taking a message, cannot be cancelled: its buffer is the
+    // caller's again after this call, so the transport stalls (see Transport::stalled).
     ucp_request_cancel(t->worker, request->ucx);
     if (request->ucx != nullptr) {
+      if (!t->stalled)
+        log(*t, GW_LOG_DEBUG, std::string("a ") + (request->is_recv ? "receive from" : "send to") + " rank " +
+                                  std::to_string(request->peer) +
+                                  " was freed before it completed; the transport stops driving UCX");
+      t->stalled = true;
       t->orphans.push_back(request);
       return;
     }
@@ -609,9 +629,9 @@ gw_status progress(void* transport) {
   Transport* tp = static_cast<Transport*>(transport);
   return guarded(tp ? tp->host : nullptr, [&] {
     Transport& t = as_transport(transport);
+    if (t.stalled || t.aborted.load()) return GW_OK;  // nothing moves after an abort or an orphan
     while (ucp_worker_progress(t.worker) != 0) {
     }
-    if (!t.orphans.empty()) t.release_completed_orphans();
     return GW_OK;
   });
 }
