@@ -11,9 +11,6 @@ rates=${RATES:-100mbit 1gbit 10gbit}
 ranks=${RANKS:-2 4}
 bytes=${BYTES:-25000000}
 reps=${REPS:-3}
-# gradwire's ranks send every size eagerly over TCP (docs/collectives.md: UCX's rendezvous makes two ranks
-# that send to each other take turns on slow links); GRADWIRE_TRANSPORT_UCX_RNDV_THRESHOLD="" keeps UCX's.
-export GRADWIRE_TRANSPORT_UCX_RNDV_THRESHOLD="${GRADWIRE_TRANSPORT_UCX_RNDV_THRESHOLD-inf}"
 mkdir -p "$out"
 [ -f "$out/model.toml" ] || "$gw" calibrate -o "$out/model.toml" | tee "$out/calibrate.txt"
 for n in $ranks; do

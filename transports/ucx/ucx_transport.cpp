@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -43,8 +44,8 @@ const gw_config_key kConfigKeys[] = {
      1.0, 0.0, nullptr},
     {sizeof(gw_config_key), "rndv_threshold", GW_CONFIG_STRING, "\"\"",
      "Message size from which UCX switches to the zero-copy rendezvous protocol, in UCX_RNDV_THRESH "
-     "syntax (\"8k\", \"inf\"); empty: the environment or UCX's automatic choice. \"inf\" (eager for every "
-     "size) is up to 2x faster over TCP on slow links; see docs/collectives.md before using it.",
+     "syntax (\"8k\", \"inf\", \"auto\"); empty: the environment, else \"inf\" (eager for every size) when "
+     "tls is TCP only (up to 2x faster on slow links, docs/collectives.md), else UCX's automatic choice.",
      1.0, 0.0, nullptr},
     {sizeof(gw_config_key), "local_peer_failure_detection", GW_CONFIG_BOOL, "false",
      "Create endpoints to ranks on this host with UCX's peer-failure handling too; UCX then cannot use "
@@ -182,21 +183,29 @@ double config_float(const gw_host* host, const gw_config* config, const char* ke
   return value;
 }
 
-// True for a UCX_TLS list of shared-memory transports only ("shm", "sm,self", "posix,cma", ...).
-bool shared_memory_only(const std::string& tls) {
+// True when every name of a UCX_TLS list is one of `names`; false for an empty list (UCX's own
+// choice) and for an exclusion list ("^tcp").
+bool tls_list_within(const std::string& tls, std::initializer_list<const char*> names) {
   if (tls.empty() || tls[0] == '^') return false;
-  static const char* const kShm[] = {"shm", "sm", "posix", "sysv", "cma", "knem", "xpmem", "self"};
   size_t start = 0;
   while (start <= tls.size()) {
     const size_t end = std::min(tls.find(',', start), tls.size());
     const std::string name = tls.substr(start, end - start);
-    bool shm = false;
-    for (const char* k : kShm) shm = shm || name == k;
-    if (!shm) return false;
+    bool known = false;
+    for (const char* k : names) known = known || name == k;
+    if (!known) return false;
     start = end + 1;
   }
   return true;
 }
+
+// A UCX_TLS list of shared-memory transports only ("shm", "sm,self", "posix,cma", ...).
+bool shared_memory_only(const std::string& tls) {
+  return tls_list_within(tls, {"shm", "sm", "posix", "sysv", "cma", "knem", "xpmem", "self"});
+}
+
+// A UCX_TLS list that reaches other processes over TCP only ("tcp", "tcp,self").
+bool tcp_only(const std::string& tls) { return tls_list_within(tls, {"tcp", "self"}); }
 
 void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* peer = static_cast<Peer*>(arg);
@@ -373,6 +382,18 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
     }
     std::string tls = config_string(host, config, "tls");
     if (tls.empty() && std::getenv("UCX_TLS") != nullptr) tls = std::getenv("UCX_TLS");
+    // Over TCP only, UCX 1.13's rendezvous copies through the socket like the eager protocol but sends
+    // its handshake behind the bulk data, and two ranks exchanging both ways take turns: 2 ranks behind
+    // 1 Gbit/s links reached half the link with it and all of it without (docs/collectives.md). So eager
+    // for every size, unless the configuration or UCX_RNDV_THRESH says otherwise.
+    if (tcp_only(tls) && config_string(host, config, "rndv_threshold").empty() &&
+        std::getenv("UCX_RNDV_THRESH") == nullptr) {
+      const ucs_status_t st = ucp_config_modify(ucx_config, "RNDV_THRESH", "inf");
+      if (st != UCS_OK) {
+        ucp_config_release(ucx_config);
+        check_ucs(st, "ucp_config_modify(RNDV_THRESH=inf)");
+      }
+    }
     t->detect_peer_failure = !shared_memory_only(tls);
     int32_t local_detection = 0;
     if (config != nullptr && host->config_get_bool != nullptr &&
