@@ -13,6 +13,7 @@
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
+#include "ef/error_feedback.hpp"
 
 namespace {
 
@@ -25,16 +26,10 @@ gw_tensor checked_tensor(const gw_tensor* t, const char* what) {
   return out;
 }
 
-}  // namespace
-
-extern "C" {
-
-GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
-                                               const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
-                                               gw_request** request) {
+gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw_codec_context* context,
+                const gw_tensor* in, gw_tensor* out, gw_reduce_op op, gw_request** request) {
   return gw::guard([&] {
     gw::require(comm, "comm");
-    gw::require(codec, "codec");
     gw::require(request, "request (output)");
     *request = nullptr;
     const gw_codec_context given = gw::abi::read_or_default(context, "context");
@@ -50,7 +45,8 @@ GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, c
       gw::fail(GW_ERR_UNSUPPORTED, std::string("the compressed allreduce sums or averages; op ") +
                                        gw::comm::op_name(op) + " needs gw_allreduce");
     gw::coll::CompressedArgs a;
-    a.codec = codec->impl.get();
+    a.codec = codec;
+    a.ef = ef;
     a.ctx = ctx;
     a.count = o.count;
     a.op = op;
@@ -74,12 +70,10 @@ GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, c
   });
 }
 
-GW_API gw_status gw_allreduce_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
-                                         const gw_tensor* in, gw_tensor* out, gw_reduce_op op) {
+// The blocking form: waits for the request a *_start call made and frees it.
+gw_status wait_and_free(gw_comm* comm, gw_status started, gw_request* r) {
+  if (started != GW_OK) return started;  // the start's message stays the last error
   return gw::guard([&] {
-    gw_request* r = nullptr;
-    const gw_status st = gw_allreduce_compressed_start(comm, codec, context, in, out, op, &r);
-    if (st != GW_OK) return st;
     gw::comm::Communicator& c = *comm->impl;
     const gw_status done = c.wait(r, -1.0);
     const std::string error = r->error;
@@ -87,6 +81,40 @@ GW_API gw_status gw_allreduce_compressed(gw_comm* comm, gw_codec* codec, const g
     if (done != GW_OK) gw::fail(done, error);
     return GW_OK;
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                               const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
+                                               gw_request** request) {
+  return gw::guard(
+      [&] { return start(comm, gw::require(codec, "codec")->impl.get(), nullptr, context, in, out, op, request); });
+}
+
+GW_API gw_status gw_allreduce_compressed_ef_start(gw_comm* comm, gw_error_feedback* ef,
+                                                  const gw_codec_context* context, const gw_tensor* in,
+                                                  gw_tensor* out, gw_reduce_op op, gw_request** request) {
+  return gw::guard([&] {
+    gw::ErrorFeedback& e = gw::require(ef, "error feedback")->impl;
+    return start(comm, &e.codec(), &e, context, in, out, op, request);
+  });
+}
+
+GW_API gw_status gw_allreduce_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                         const gw_tensor* in, gw_tensor* out, gw_reduce_op op) {
+  gw_request* r = nullptr;
+  const gw_status st = gw_allreduce_compressed_start(comm, codec, context, in, out, op, &r);
+  return wait_and_free(comm, st, r);
+}
+
+GW_API gw_status gw_allreduce_compressed_ef(gw_comm* comm, gw_error_feedback* ef, const gw_codec_context* context,
+                                            const gw_tensor* in, gw_tensor* out, gw_reduce_op op) {
+  gw_request* r = nullptr;
+  const gw_status st = gw_allreduce_compressed_ef_start(comm, ef, context, in, out, op, &r);
+  return wait_and_free(comm, st, r);
 }
 
 }  // extern "C"

@@ -29,6 +29,7 @@ class ErrorFeedback {
   uint64_t encode(uint64_t buffer_id, const gw_codec_context& ctx, const gw_tensor& in, void* payload,
                   uint64_t capacity);
   void reset();
+  Codec& codec() const { return codec_; }
 
   uint64_t state_size() const;
   uint64_t save(void* buf, uint64_t capacity) const;

@@ -22,7 +22,7 @@ cmake -S "$src/examples/third_party_codec" -B "$work/example" -DCMAKE_PREFIX_PAT
 cmake --build "$work/example" >> "$work/example.log"
 out=$(GRADWIRE_PLUGIN_PATH="$work/example" "$prefix/bin/gradwire" plugins)
 echo "$out"
-grep -q "^minmax8 1.0.0  (ABI 1.1)" <<< "$out" || { echo "FAIL: minmax8 not listed"; exit 1; }
+grep -q "^minmax8 1.0.0  (ABI 1.2)" <<< "$out" || { echo "FAIL: minmax8 not listed"; exit 1; }
 grep -q "^none 1.0.0" <<< "$out" || { echo "FAIL: none not listed from the installed plugin folder"; exit 1; }
 
 # The example transport, against the installed package only; the installed `gradwire conformance`
@@ -30,7 +30,7 @@ grep -q "^none 1.0.0" <<< "$out" || { echo "FAIL: none not listed from the insta
 cmake -S "$src/examples/third_party_transport" -B "$work/transport" -DCMAKE_PREFIX_PATH="$prefix" > "$work/transport.log"
 cmake --build "$work/transport" >> "$work/transport.log"
 out=$(GRADWIRE_PLUGIN_PATH="$work/transport" "$prefix/bin/gradwire" plugins)
-grep -q "^tcp_example 1.0.0  (ABI 1.1)" <<< "$out" || { echo "$out"; echo "FAIL: tcp_example not listed"; exit 1; }
+grep -q "^tcp_example 1.0.0  (ABI 1.2)" <<< "$out" || { echo "$out"; echo "FAIL: tcp_example not listed"; exit 1; }
 "$prefix/bin/gradwire" conformance --timeout 10 "$work/transport/libgw-tcp-example.so" > "$work/conformance.log" 2>&1 ||
   { cat "$work/conformance.log"; echo "FAIL: the out-of-tree transport does not pass conformance"; exit 1; }
 tail -1 "$work/conformance.log"

@@ -49,6 +49,9 @@ TEST(CompressedAllreduce, OnebitAndNoneOnFourRanks) {
   for (const char* codec : {"none", "onebit", "bf16"}) expect_ok(4, GW_COMPRESSED_RANK, codec);
 }
 TEST(CompressedAllreduce, HalfPrecisionTensorsAreStagedThroughF32) { expect_ok(3, GW_COMPRESSED_RANK, "half"); }
+TEST(CompressedAllreduce, ErrorFeedbackInsideTheCollectiveKeepsTheSumWithinAStepsError) {
+  expect_ok(3, GW_COMPRESSED_RANK, "ef");
+}
 TEST(CompressedAllreduce, BadArgumentsAreRefused) { expect_ok(2, GW_COMPRESSED_RANK, "errors"); }
 TEST(CompressedAllreduce, RanksWithDifferentCodecsGetAMismatch) {
   expect_error(3, GW_COMPRESSED_RANK, "mismatch", "GW_ERR_MISMATCH", "codec id");

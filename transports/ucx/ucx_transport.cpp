@@ -125,11 +125,11 @@ struct Transport {
   // Requests the runtime freed while UCX still had them (a send, or a receive already matched to a
   // rendezvous, which UCX cannot cancel): kept so that their callbacks find them, released at destroy.
   std::vector<gw_transport_request*> orphans;
-  // Set by the first orphan: the runtime may release its buffer as soon as request_free returns, and
-  // UCX would still read it (a send) or write it (a receive) whenever the worker is driven. So the
-  // worker is never driven again: progress does nothing, pending requests fail, destroy does not
-  // flush. Orphans appear only when a collective failed or the application freed an unfinished
-  // operation; in both cases the communicator is to be destroyed.
+  // Set by the first orphan to a live peer: the runtime may release its buffer as soon as
+  // request_free returns, and UCX would still read it (a send) or write it (a receive) whenever the
+  // worker is driven. So the worker is never driven again: progress does nothing, pending requests
+  // fail, destroy does not flush. Orphans appear only when a collective failed or the application
+  // freed an unfinished operation; in both cases the communicator is to be destroyed.
   bool stalled = false;
 
   ~Transport();
@@ -634,6 +634,14 @@ void request_free(void* transport, gw_transport_request* request) {
     // caller's again after this call, so the transport stalls (see Transport::stalled).
     ucp_request_cancel(t->worker, request->ucx);
     if (request->ucx != nullptr) {
+      // From a peer UCX already declared failed nothing arrives any more, and nothing leaves for it:
+      // keep the request for its callback, without stalling the rest.
+      const bool peer_failed = request->peer < t->peers.size() && t->peers[request->peer] != nullptr &&
+                               t->peers[request->peer]->failed.load();
+      if (peer_failed) {
+        t->orphans.push_back(request);
+        return;
+      }
       if (!t->stalled)
         log(*t, GW_LOG_DEBUG, std::string("a ") + (request->is_recv ? "receive from" : "send to") + " rank " +
                                   std::to_string(request->peer) +

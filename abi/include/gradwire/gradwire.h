@@ -310,6 +310,19 @@ GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, c
                                                gw_request** request);
 GW_API gw_status gw_allreduce_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
                                          const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
+/* The compressed allreduce with error feedback inside the collective (as gw_sync applies it): every
+ * encoding this rank makes adds the residual `ef` keeps for those elements and keeps what the encoding
+ * dropped for the next call — the values it sends to other ranks and, for scatter-reduce-allgather
+ * (int8, onebit), the sum it encodes once as the owner of a block, which error feedback applied before
+ * the call cannot compensate. The codec is the one `ef` was created around. Use one `ef` per tensor,
+ * with the same count and communicator size every call (its residuals are keyed by element offset),
+ * and not also with gw_error_feedback_encode. `ef` belongs to the request until it completes; its
+ * state saves and loads as usual. Otherwise as gw_allreduce_compressed. thread: the communicator's. */
+GW_API gw_status gw_allreduce_compressed_ef_start(gw_comm* comm, gw_error_feedback* ef,
+                                                  const gw_codec_context* context, const gw_tensor* in,
+                                                  gw_tensor* out, gw_reduce_op op, gw_request** request);
+GW_API gw_status gw_allreduce_compressed_ef(gw_comm* comm, gw_error_feedback* ef, const gw_codec_context* context,
+                                            const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
 
 /* ------------------------------------------------------------------------------------------------
  * Synchronizer: what a trainer calls each step. The application registers its tensors once; the

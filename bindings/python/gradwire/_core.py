@@ -746,17 +746,26 @@ class Comm(_Handle):
 
     def allreduce_compressed(self, codec, inp, out=None, op="avg", *, seed=0, step=0):
         """out = in averaged (or summed) over all ranks through `codec`'s payloads; f32; in place when out is
-        None. Every rank passes the same codec, seed and step."""
-        i, o = self._inout(inp, out)
-        ctx = _context(seed, step)
-        return self._run(False, True, lib().gw_allreduce_compressed,
-                         (codec.handle, ctypes.byref(ctx), _ref(i), _ref(o), _op(op)), None)
+        None. Every rank passes the same codec, seed and step. `codec` may be an ErrorFeedback: its codec is
+        used and its residuals are applied to every encoding inside the collective
+        (gw_allreduce_compressed_ef); use one per tensor, with the same count every call."""
+        return self._compressed(False, codec, inp, out, op, seed, step)
 
     def allreduce_compressed_start(self, codec, inp, out=None, op="avg", *, seed=0, step=0):
+        return self._compressed(True, codec, inp, out, op, seed, step)
+
+    def _compressed(self, start, codec, inp, out, op, seed, step):
         i, o = self._inout(inp, out)
         ctx = _context(seed, step)
-        return self._run(True, False, lib().gw_allreduce_compressed_start,
-                         (codec.handle, ctypes.byref(ctx), _ref(i), _ref(o), _op(op)), (i, o, codec, ctx))
+        ef = isinstance(codec, ErrorFeedback)
+        if ef:
+            fn = lib().gw_allreduce_compressed_ef_start if start else lib().gw_allreduce_compressed_ef
+        else:
+            fn = lib().gw_allreduce_compressed_start if start else lib().gw_allreduce_compressed
+        args = (codec.handle, ctypes.byref(ctx), _ref(i), _ref(o), _op(op))
+        if not start:
+            return self._run(False, True, fn, args, None)
+        return self._run(True, False, fn, args, (i, o, codec, codec.codec if ef else None, ctx))
 
 
 # ---- synchronizer -------------------------------------------------------------------------------------

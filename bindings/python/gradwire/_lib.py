@@ -241,6 +241,8 @@ FUNCTIONS = {
     "gw_recv": (c_status, [H, T, c_u32, c_u32]),
     "gw_allreduce_compressed_start": (c_status, [H, H, CTX, T, T, c_enum, P(H)]),
     "gw_allreduce_compressed": (c_status, [H, H, CTX, T, T, c_enum]),
+    "gw_allreduce_compressed_ef_start": (c_status, [H, H, CTX, T, T, c_enum, P(H)]),
+    "gw_allreduce_compressed_ef": (c_status, [H, H, CTX, T, T, c_enum]),
     "gw_sync_create": (c_status, [H, P(gw_sync_options), P(H)]),
     "gw_sync_destroy": (c_status, [H]),
     "gw_sync_register": (c_status, [H, c_str, T, T]),

@@ -19,10 +19,10 @@ Design (docs/pytorch.md):
   size; the hook averages (GW_REDUCE_AVG), so the result equals DDP's default allreduce hook's.
 * Per-tensor [[rules]] (glob on the parameter's name, max_bytes) pick each parameter's codec; a bucket is cut
   into runs of parameters with one codec, each run one compressed allreduce.
-* Error feedback ([codec] error_feedback): each run keeps a residual (gradwire.ErrorFeedback keyed by bucket
-  index and run). The rank adds it to its gradients, compresses the sum locally and sends the compressed
-  values, so what the rank's compression dropped is sent in later steps. state_dict() carries residuals and
-  step counters for checkpoints.
+* Error feedback ([codec] error_feedback): each run keeps a gradwire.ErrorFeedback (keyed by bucket index and
+  run) that the compressed allreduce applies to every encoding this rank makes (gw_allreduce_compressed_ef):
+  what a compression dropped is sent in later steps. state_dict() carries residuals and step counters for
+  checkpoints.
 """
 import fnmatch
 import os
@@ -43,7 +43,7 @@ from ._core import Comm, Codec, ErrorFeedback, Runtime
 
 __all__ = ["HookState", "hook", "init_process_group", "allgather_over"]
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: residuals inside the collective (keyed by element offset)
 _LOSSLESS = {"none"}
 
 
@@ -111,7 +111,6 @@ class _Run:
         self.key, self.codec_name, self.offset, self.count = key, codec_name, offset, count
         self.codec = None       # the collective's codec (gradwire.Codec)
         self.ef = None          # gradwire.ErrorFeedback, or None
-        self.ef_codec = None    # the codec the error feedback encodes with (a second instance)
         self.step = 0
 
 
@@ -336,8 +335,7 @@ class HookState:
             run.codec = Codec(self.runtime, codec_name)
             lossless = "lossless" in run.codec.properties()["flags"]
             if self.error_feedback and not lossless:
-                run.ef_codec = Codec(self.runtime, codec_name)
-                run.ef = ErrorFeedback(run.ef_codec)
+                run.ef = ErrorFeedback(run.codec)
             pending = (self._pending_load or {}).get(key)
             if pending is not None and pending["codec"] == codec_name and pending["count"] == count:
                 run.step = pending["step"]
@@ -357,12 +355,10 @@ class HookState:
                 run = self._run_of(index, i, codec_name, offset, count)
                 x = buf[offset:offset + count]
                 seed = self.seed + index * 1009 + i
-                if run.ef is not None:
-                    # x + residual, compressed by this rank; the residual keeps what the compression dropped.
-                    payload = run.ef.encode(0, x, seed=seed, step=run.step, rank=self.rank, world_size=self.world_size)
-                    run.ef_codec.decode(payload, x, seed=seed, step=run.step, rank=self.rank,
-                                        world_size=self.world_size)
-                reqs.append(comm.allreduce_compressed_start(run.codec, x, op="avg", seed=seed, step=run.step))
+                # With error feedback, every encoding inside the collective adds its residual (this rank's
+                # values and, for int8 and one bit, the sum it encodes as the owner of a block).
+                reqs.append(comm.allreduce_compressed_start(run.ef if run.ef is not None else run.codec, x, op="avg",
+                                                            seed=seed, step=run.step))
                 run.step += 1
                 self.bytes_sent += count * 4
             self.buckets += 1
@@ -377,7 +373,7 @@ class HookState:
             fut.set_result(buf)
 
     def _close_run(self, run):
-        for obj in (run.ef, run.ef_codec, run.codec):
+        for obj in (run.ef, run.codec):
             if obj is not None:
                 obj.close()
 

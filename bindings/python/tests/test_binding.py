@@ -97,6 +97,28 @@ def test_codec_roundtrip(runtime):
             int8.decode(payload, np.zeros(10, dtype=np.float32))  # another count
 
 
+def test_error_feedback_inside_the_compressed_allreduce(runtime):
+    # One rank: each call returns decode(encode(x + residual)); over 20 calls the outputs sum to 20 x
+    # within one call's error, where the codec alone repeats its rounding 20 times.
+    x = np.random.default_rng(2).standard_normal(5000).astype(np.float32)
+    with gradwire.Comm(runtime) as comm, runtime.codec("int8") as int8, gradwire.ErrorFeedback(int8) as ef:
+        with_ef, without = np.zeros(5000), np.zeros(5000)
+        for step in range(20):
+            a, b = x.copy(), x.copy()
+            comm.allreduce_compressed(ef, a, step=step)
+            comm.allreduce_compressed(int8, b, step=step)
+            with_ef += a
+            without += b
+            if step == 0:
+                first = np.abs(with_ef - x).max()
+        err_ef, err_plain = np.abs(with_ef - 20 * x).max(), np.abs(without - 20 * x).max()
+        assert err_ef <= 2 * first, (first, err_ef)
+        assert err_ef < err_plain / 5, (err_ef, err_plain)
+        r = comm.allreduce_compressed_start(ef, x.copy(), step=20)
+        r.wait()
+        assert r.done
+
+
 def test_error_feedback_save_load(runtime):
     with runtime.codec("int8") as int8, gradwire.ErrorFeedback(int8) as ef:
         x = np.random.default_rng(1).standard_normal(4096).astype(np.float32)

@@ -9,7 +9,7 @@
 use std::os::raw::{c_char, c_void};
 
 pub const GW_ABI_VERSION_MAJOR: u32 = 1;
-pub const GW_ABI_VERSION_MINOR: u32 = 1;
+pub const GW_ABI_VERSION_MINOR: u32 = 2;
 
 // ---- gw_status ---------------------------------------------------------------------------------
 pub type gw_status = i32;
@@ -532,6 +532,23 @@ extern "C" {
     pub fn gw_allreduce_compressed(
         comm: *mut gw_comm,
         codec: *mut gw_codec,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
+        op: gw_reduce_op,
+    ) -> gw_status;
+    pub fn gw_allreduce_compressed_ef_start(
+        comm: *mut gw_comm,
+        ef: *mut gw_error_feedback,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
+        op: gw_reduce_op,
+        request: *mut *mut gw_request,
+    ) -> gw_status;
+    pub fn gw_allreduce_compressed_ef(
+        comm: *mut gw_comm,
+        ef: *mut gw_error_feedback,
         context: *const gw_codec_context,
         input: *const gw_tensor,
         out: *mut gw_tensor,
