@@ -315,6 +315,12 @@ Transport::~Transport() {
     drain_unexpected(worker, std::chrono::steady_clock::now() +
                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                      std::chrono::duration<double>(std::min(close_timeout_s, 1.0))));
+    // What is left are requests to peers UCX declared failed (nothing moves for them any more).
+    for (gw_transport_request* r : orphans) {
+      if (r->ucx != nullptr) ucp_request_free(r->ucx);  // no callback runs after this
+      delete r;
+    }
+    orphans.clear();
     std::vector<void*> closing;
     for (auto& peer : peers) {
       if (peer == nullptr || peer->ep == nullptr) continue;
