@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "capi/blocking.hpp"
 #include "codec/codec.hpp"
 #include "codec/staging.hpp"
 #include "collectives/compressed.hpp"
@@ -70,19 +71,6 @@ gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw
   });
 }
 
-// The blocking form: waits for the request a *_start call made and frees it.
-gw_status wait_and_free(gw_comm* comm, gw_status started, gw_request* r) {
-  if (started != GW_OK) return started;  // the start's message stays the last error
-  return gw::guard([&] {
-    gw::comm::Communicator& c = *comm->impl;
-    const gw_status done = c.wait(r, -1.0);
-    const std::string error = r->error;
-    c.free(r);
-    if (done != GW_OK) gw::fail(done, error);
-    return GW_OK;
-  });
-}
-
 }  // namespace
 
 extern "C" {
@@ -105,16 +93,14 @@ GW_API gw_status gw_allreduce_compressed_ef_start(gw_comm* comm, gw_error_feedba
 
 GW_API gw_status gw_allreduce_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
                                          const gw_tensor* in, gw_tensor* out, gw_reduce_op op) {
-  gw_request* r = nullptr;
-  const gw_status st = gw_allreduce_compressed_start(comm, codec, context, in, out, op, &r);
-  return wait_and_free(comm, st, r);
+  return gw::capi::blocking(
+      comm, [&](gw_request** r) { return gw_allreduce_compressed_start(comm, codec, context, in, out, op, r); });
 }
 
 GW_API gw_status gw_allreduce_compressed_ef(gw_comm* comm, gw_error_feedback* ef, const gw_codec_context* context,
                                             const gw_tensor* in, gw_tensor* out, gw_reduce_op op) {
-  gw_request* r = nullptr;
-  const gw_status st = gw_allreduce_compressed_ef_start(comm, ef, context, in, out, op, &r);
-  return wait_and_free(comm, st, r);
+  return gw::capi::blocking(
+      comm, [&](gw_request** r) { return gw_allreduce_compressed_ef_start(comm, ef, context, in, out, op, r); });
 }
 
 }  // extern "C"

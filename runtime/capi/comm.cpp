@@ -5,6 +5,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "collectives/reduce.hpp"
+#include "capi/blocking.hpp"
 #include "comm/communicator.hpp"
 #include "comm/allreduce_start.hpp"
 #include "comm/create.hpp"
@@ -16,6 +17,7 @@
 
 namespace {
 
+using gw::capi::blocking;
 using gw::comm::CollectiveKind;
 using gw::comm::Communicator;
 using gw::comm::Signature;
@@ -56,22 +58,6 @@ void copy_if_distinct(void* dst, const void* src, uint64_t bytes) {
 gw_status start(gw_request** request, gw_request* r) {
   *request = r;
   return GW_OK;
-}
-
-// Runs a *_start function and waits for its request: the blocking forms.
-template <class Start>
-gw_status blocking(gw_comm* comm, Start&& start_fn) {
-  return gw::guard([&] {
-    Communicator& c = get(comm);
-    gw_request* r = nullptr;
-    const gw_status st = start_fn(&r);
-    if (st != GW_OK) return st;
-    const gw_status done = c.wait(r, -1.0);
-    const std::string error = r->error;
-    c.free(r);
-    if (done != GW_OK) gw::fail(done, error);
-    return GW_OK;
-  });
 }
 
 // The checks every reduction (allreduce, reduce-scatter) makes before it starts.
