@@ -1,8 +1,8 @@
 // `gradwire calibrate [-o FILE]`: fits the cost model (docs/cost-model.md) from short measurements on
 // this machine — every codec's encode and decode cost and size ratio, the cost of an elementwise sum,
 // and alpha / beta of each UCX transport between two local ranks (ping-pong: alpha the fastest one-way
-// time of 8 B, beta the slope between the median one-way times of 1 MiB and 16 MiB) — and
-// saves it as TOML. `--inter-rate RATE` adds a link "inter" with the TCP transport's alpha and the given
+// time of 8 B, beta the slope between the median one-way times of 1 MiB and 16 MiB; for tcp also the
+// machine's CPU time per byte of a plain loopback TCP transfer) — and saves it as TOML. `--inter-rate RATE` adds a link "inter" with the TCP transport's alpha and the given
 // rate's beta (a link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
 #include <gradwire/gradwire.h>
 
@@ -15,10 +15,12 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "bench/bench.hpp"
 #include "bench/bench_ranks.hpp"
+#include "bench/peer_extras.hpp"
 #include "commands.hpp"
 #include "model/measure.hpp"
 #include "model/model.hpp"
@@ -240,10 +242,19 @@ int run(const CalibrateArgs& args) {
   if (!args.no_links) {
     for (const char* tls : {"shm", "tcp"}) {
       try {
-        const gw::model::Link l = measure_link(tls, args.config);
+        gw::model::Link l = measure_link(tls, args.config);
+        std::string cpu_note;
+        if (std::string(tls) == "tcp") {
+          // The kernel's work per byte, from a plain TCP transfer whose ends block (UCX's ranks poll,
+          // so their busy time says nothing about the bytes).
+          l.cpu = bench::measure_loopback_tcp(256 << 20).cpu_s_per_byte;
+          std::ostringstream o;
+          o << ", " << std::setprecision(3) << l.cpu * 1e9 << " ns of CPU per byte";
+          cpu_note = o.str();
+        }
         m.links[tls] = l;
         std::cout << "link " << tls << ": alpha " << std::setprecision(3) << l.alpha * 1e6 << " us, "
-                  << (l.beta > 0 ? 1e-6 / l.beta : 0) << " MB/s\n";
+                  << (l.beta > 0 ? 1e-6 / l.beta : 0) << " MB/s" << cpu_note << "\n";
       } catch (const std::exception& e) {
         std::cout << "link " << tls << ": not measured (" << e.what() << ")\n";
       }
@@ -254,7 +265,8 @@ int run(const CalibrateArgs& args) {
     if (rate.empty()) return;
     const double bytes_per_s = gw::model::parse_rate(rate);
     const double alpha = m.links.count("tcp") ? m.links["tcp"].alpha : 50e-6;
-    m.links[name] = gw::model::Link{alpha, 1 / bytes_per_s};
+    const double link_cpu = m.links.count("tcp") ? m.links["tcp"].cpu : 0;  // this machine's TCP stack drives it
+    m.links[name] = gw::model::Link{alpha, 1 / bytes_per_s, link_cpu};
     how += ", " + name + " link " + rate + " (nominal rate)";
     std::cout << "link " << name << ": alpha " << alpha * 1e6 << " us, " << bytes_per_s / 1e6 << " MB/s (" << rate << ")\n";
   };

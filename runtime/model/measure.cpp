@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
 
 namespace gw::model {
 namespace {
@@ -90,6 +95,19 @@ double measure_gamma(uint64_t bytes, int repetitions) {
   volatile float sink = a[n / 2];
   (void)sink;
   return best / double(4 * n);
+}
+
+double busy_core_seconds() {
+  std::ifstream in("/proc/stat");
+  std::string line;
+  if (!in || !std::getline(in, line) || line.rfind("cpu ", 0) != 0) return -1;
+  std::istringstream fields(line.substr(4));
+  // user nice system idle iowait irq softirq steal ...
+  unsigned long long v[8] = {};
+  for (auto& x : v)
+    if (!(fields >> x)) return -1;
+  const long hz = sysconf(_SC_CLK_TCK);
+  return double(v[0] + v[1] + v[2] + v[5] + v[6]) / double(hz > 0 ? hz : 100);
 }
 
 }  // namespace gw::model

@@ -37,4 +37,10 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProb
 // Seconds per f32 byte of out[i] += in[i] over `bytes`, the fastest of `repetitions`.
 double measure_gamma(uint64_t bytes, int repetitions);
 
+// Core-seconds every CPU of this machine has spent busy since boot (user, nice, system, irq and softirq
+// from /proc/stat: the kernel's network work is counted wherever it ran); -1 where /proc/stat cannot be
+// read. The difference over a transfer between processes that block (rather than poll) is what the
+// transfer cost the machine, the basis of a link's cpu per byte (on a quiet machine).
+double busy_core_seconds();
+
 }  // namespace gw::model

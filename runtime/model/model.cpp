@@ -10,8 +10,12 @@
 namespace gw::model {
 namespace {
 
-// Work of the ranks of one node shared by its cores: per_node ranks on `cores` cores take turns.
-double oversubscription(const Topology& t) { return std::max(1.0, double(t.per_node) / std::max(1.0, t.cores)); }
+// Work of the ranks of one node shared by its cores: per_node ranks on `cores` cores take turns. A
+// fraction of a core is a node that shares a machine with others (ranks each behind a link of their
+// own on one host: cores / ranks each).
+double oversubscription(const Topology& t) {
+  return std::max(1.0, double(t.per_node) / std::max(1e-6, t.cores));
+}
 
 // The link a flat algorithm over all ranks sees. A ring crosses node boundaries on one edge per node, so
 // every hop is paced by the slower link. Algorithms where every rank sends to every other (all-to-all)
@@ -25,6 +29,7 @@ Link flat_link(const Topology& t, bool all_to_all) {
   l.alpha = std::max(t.intra.alpha, t.inter.alpha);
   const double shared = all_to_all ? g * (n - g) / (n - 1) : 1.0;
   l.beta = std::max(t.intra.beta, t.inter.beta * shared);
+  l.cpu = std::max(t.intra.cpu, t.inter.cpu);
   return l;
 }
 
@@ -41,8 +46,11 @@ Cost ring(double M, double n, const Link& l, double gamma, double s) {
   c.latency = 2 * (n - 1) * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M;
   c.wire = c.bytes_sent * l.beta;
+  c.transport = c.bytes_sent * l.cpu * s;
   c.cpu = (n - 1) / n * M * gamma * s;
-  c.total = c.latency + c.wire + c.cpu;  // the dense ring reduces a block after it arrived: no overlap
+  // The dense ring reduces a block after it arrived (no overlap with the wire); the transport's own work
+  // runs while the bytes travel, so the slower of the two paces the transfer.
+  c.total = c.latency + std::max(c.wire, c.transport) + c.cpu;
   return c;
 }
 
@@ -55,8 +63,9 @@ Cost recursive_doubling(double M, double n, const Link& l, double gamma, double 
   c.latency = rounds * l.alpha;
   c.bytes_sent = rounds * M;
   c.wire = c.bytes_sent * l.beta;
+  c.transport = c.bytes_sent * l.cpu * s;
   c.cpu = (std::log2(p) + (p < n ? 1 : 0)) * M * gamma * s;
-  c.total = c.latency + c.wire + c.cpu;
+  c.total = c.latency + std::max(c.wire, c.transport) + c.cpu;
   return c;
 }
 
@@ -77,7 +86,8 @@ Cost summable(const CodecCost& k, double M, double n, const Link& l, double gamm
   // Reduce-scatter: per hop, decode, add and re-encode a block; allgather: decode every arriving block.
   c.encode = (M / n * k.encode + (n - 1) / n * M * (k.encode + 2 * k.decode)) * s;
   c.cpu = c.encode + (n - 1) / n * M * gamma * s;
-  c.total = c.latency + pipelined(c.wire, c.cpu, pieces);
+  c.transport = c.bytes_sent * l.cpu * s;
+  c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
   return c;
 }
 
@@ -93,7 +103,8 @@ Cost scatter_reduce_allgather(const CodecCost& k, double M, double n, const Link
   // re-quantizes its block once; every rank decodes the n - 1 other owners' results.
   c.encode = ((n - 1) / n * M * k.encode + M / n * k.encode + 2 * (n - 1) / n * M * k.decode) * s;
   c.cpu = c.encode + (n - 1) / n * M * gamma * s;
-  c.total = c.latency + pipelined(c.wire, c.cpu, pieces);
+  c.transport = c.bytes_sent * l.cpu * s;
+  c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
   return c;
 }
 
@@ -109,7 +120,8 @@ Cost sparse_allgather(const CodecCost& k, double M, double n, const Link& l, dou
   // Encode the whole buffer; decode all n payloads (per payload byte) into the dense result.
   c.encode = (M * k.encode + n * payload * k.decode) * s;
   c.cpu = c.encode + M * gamma * s;  // the dense result written once
-  c.total = c.latency + pipelined(c.wire, c.cpu, pieces);
+  c.transport = c.bytes_sent * l.cpu * s;
+  c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
   return c;
 }
 
@@ -259,22 +271,26 @@ Cost exchange(const CodecCost& k, double M, const Topology& t, Algorithm a, cons
     const double intra_bytes = (g - 1) / g * M;
     c.latency = 2 * (g - 1) * t.intra.alpha;
     c.wire = 2 * intra_bytes * t.intra.beta;
+    c.transport = 2 * intra_bytes * t.intra.cpu * s;
     c.cpu = intra_bytes * t.gamma * s;
     c.bytes_sent = 2 * intra_bytes;
+    const double intra_paced = std::max(c.wire, c.transport);
     Topology between;
     between.nodes = t.nodes;
     between.per_node = 1;
-    between.inter = Link{t.inter.alpha, t.inter.beta * g};
+    between.inter = Link{t.inter.alpha, t.inter.beta * g, t.inter.cpu};  // cpu: between.cores is per shard
     between.intra = between.inter;
     between.cores = t.cores / g;
     between.gamma = t.gamma;
     const Cost x = exchange(k, M / g, between, Algorithm::Auto, st);
+    const double intra_cpu = c.cpu;
     c.latency += x.latency;
     c.wire += x.wire;
     c.cpu += x.cpu;
+    c.transport += x.transport;
     c.encode = x.encode;
     c.bytes_sent += x.bytes_sent;
-    c.total = c.latency + c.wire - x.wire + c.cpu - x.cpu + x.total - x.latency;
+    c.total = c.latency + intra_paced + intra_cpu + x.total - x.latency;
     return c;
   }
   const Algorithm resolved = a == Algorithm::Auto || a == Algorithm::TwoLevel ? own_algorithm(k, M, n, st) : a;
@@ -352,7 +368,8 @@ std::string explain(const CodecCost& k, const Cost& with, const Cost& without) {
     o << s * 1e3 << " ms";
     return o.str();
   };
-  const double saved_wire = without.wire - with.wire;
+  // Moving the bytes takes the longer of the wire and the transport's CPU work per byte.
+  const double saved_wire = std::max(without.wire, without.transport) - std::max(with.wire, with.transport);
   const double extra_cpu = with.cpu - without.cpu;
   const double extra_latency = with.latency - without.latency;
   if (with.total < without.total)

@@ -14,10 +14,13 @@
 
 namespace gw::model {
 
-// One link: a message costs alpha + bytes * beta.
+// One link: a message costs alpha + bytes * beta on the wire, and cpu * bytes of the node's cores (the
+// transport's work per byte moved: the sender's and the receiver's kernel and copies together), which
+// the ranks of a node share with their codec work.
 struct Link {
   double alpha = 0;  // seconds per message (latency and per-message overhead)
   double beta = 0;   // seconds per byte (1 / bandwidth)
+  double cpu = 0;    // core-seconds per byte sent (0: not measured, the wire alone paces the link)
 };
 
 // How a codec's payloads are combined, from its properties (collectives/compressed.hpp picks the same).
@@ -88,6 +91,7 @@ struct Cost {
   double wire = 0;        // beta terms (bytes on the slowest link of the path)
   double cpu = 0;         // encode + decode + reduction, already scaled for ranks sharing cores
   double encode = 0;      // of which encoding and decoding
+  double transport = 0;   // the link's cpu per byte sent and received, scaled alike (concurrent with wire)
   double bytes_sent = 0;  // per rank
   double total = 0;       // latency + the pipelined combination of wire and cpu
 };

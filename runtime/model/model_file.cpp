@@ -35,7 +35,7 @@ std::string to_toml(const Model& m) {
   root.insert("use", toml::table{{"intra", m.intra}, {"inter", m.inter}});
   toml::table links;
   for (const auto& [name, l] : m.links)
-    links.insert(name, toml::table{{"alpha_s", l.alpha}, {"beta_s_per_byte", l.beta}});
+    links.insert(name, toml::table{{"alpha_s", l.alpha}, {"beta_s_per_byte", l.beta}, {"cpu_s_per_byte", l.cpu}});
   root.insert("links", std::move(links));
   toml::table codecs;
   for (const CodecCost& c : m.codecs)
@@ -79,7 +79,8 @@ Model from_toml(const std::string& text, const std::string& origin) {
       const std::string where = origin + ": links." + std::string(name.str());
       const toml::table* l = node.as_table();
       if (!l) throw std::invalid_argument(where + ": expected a table");
-      m.links[std::string(name.str())] = Link{number(*l, "alpha_s", where), number(*l, "beta_s_per_byte", where)};
+      m.links[std::string(name.str())] = Link{number(*l, "alpha_s", where), number(*l, "beta_s_per_byte", where),
+                                              number(*l, "cpu_s_per_byte", where, false, 0)};
     }
   bool has_none = false;
   if (const toml::table* t = root["codecs"].as_table())

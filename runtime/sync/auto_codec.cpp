@@ -101,7 +101,8 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   }
 
   // The numbers every rank contributes; maxed over the ranks below.
-  // [0] gamma, [1] alpha, [2] beta, [3] t_small, [4] t_large, then per codec: ratio, encode, decode.
+  // [0] gamma, [1] alpha, [2] beta, [3] t_small (from a file: the link's cpu per byte), [4] t_large, then
+  // per codec: ratio, encode, decode.
   gm::Model file;
   const bool from_file = !model_path.empty();
   if (from_file) {
@@ -126,7 +127,7 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   double large = kMedium;
   if (from_file) {
     const gm::Link l = file.link(file.inter);
-    v[1] = l.alpha, v[2] = l.beta;
+    v[1] = l.alpha, v[2] = l.beta, v[3] = l.cpu;
   } else {
     v[3] = time_allreduce(comm, uint64_t(kSmall), 3);
     v[4] = time_allreduce(comm, uint64_t(kMedium), 3);
@@ -147,7 +148,7 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   t.nodes = n;
   t.per_node = 1;  // every rank behind its own link: the pessimistic flat case
   t.gamma = v[0];
-  gm::Link link{v[1], v[2]};
+  gm::Link link{v[1], v[2], from_file ? v[3] : 0.0};
   std::string link_source;
   if (from_file) {
     // File numbers are of one process alone: ranks sharing this host's cores take turns.

@@ -115,6 +115,29 @@ TEST(ModelFormulas, RanksSharingCoresStretchTheCpuTerm) {
   EXPECT_NEAR(exchange(int8, 1e7, t).cpu, 2 * alone, 1e-12);
 }
 
+TEST(ModelFormulas, TransportCpuPacesTheLinkWhenTheCoresCannotKeepUp) {
+  // 4 ranks on 2 cores (s = 2), 1 ns of CPU per byte sent: the ring's 1.5 MB per rank need 3 ms of the
+  // shared cores, more than the 1.5 ms of wire, so the transport's work sets the pace.
+  Topology t = flat(4, 0, 1e-9, 0, 0.5);
+  t.intra.cpu = t.inter.cpu = 1e-9;
+  const Cost ring = exchange(kNone, 1e6, t);
+  EXPECT_NEAR(ring.wire, 1.5e-3, 1e-12);
+  EXPECT_NEAR(ring.transport, 1.5e6 * 1e-9 * 2, 1e-12);
+  EXPECT_NEAR(ring.total, ring.transport, 1e-12);
+  // With a fast transport the wire paces it, as without the term.
+  t.intra.cpu = t.inter.cpu = 1e-10;
+  EXPECT_NEAR(exchange(kNone, 1e6, t).total, 1.5e-3, 1e-12);
+  // In a pipelined algorithm the transport's work joins the codec's on the cores.
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-9, 1e-9};
+  t.intra.cpu = t.inter.cpu = 0;
+  const Cost without = exchange(int8, 8e6, t);
+  t.intra.cpu = t.inter.cpu = 1e-9;
+  const Cost with = exchange(int8, 8e6, t);
+  EXPECT_NEAR(with.transport, with.bytes_sent * 1e-9 * 2, 1e-12);
+  EXPECT_GT(with.cpu, with.wire);
+  EXPECT_NEAR(with.total - without.total, with.transport, 1e-9);
+}
+
 TEST(ModelFormulas, AlgorithmThatDoesNotApplyIsAnError) {
   const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-9, 1e-9};
   EXPECT_THROW(exchange(int8, 1e6, flat(4, 0, 1e-9), Algorithm::Ring), std::invalid_argument);
@@ -161,7 +184,7 @@ Model sample() {
   Model m;
   m.machine = Machine{2, 2e-10};
   m.links["shm"] = Link{3e-6, 1e-10};
-  m.links["tcp"] = Link{4e-5, 8e-9};
+  m.links["tcp"] = Link{4e-5, 8e-9, 6e-10};
   m.codecs = {kNone,
               {"fp16", CodecKind::Summable, 2, 4e-10, 3e-10},
               {"int8", CodecKind::Quantized, 3.9, 5e-10, 4e-10},
@@ -176,6 +199,8 @@ TEST(ModelFile, RoundTripsThroughToml) {
   EXPECT_EQ(back.source, "test");
   EXPECT_DOUBLE_EQ(back.machine.gamma, 2e-10);
   EXPECT_DOUBLE_EQ(back.link("tcp").beta, 8e-9);
+  EXPECT_DOUBLE_EQ(back.link("tcp").cpu, 6e-10);
+  EXPECT_DOUBLE_EQ(back.link("shm").cpu, 0);
   ASSERT_NE(back.codec("topk"), nullptr);
   EXPECT_EQ(back.codec("topk")->kind, CodecKind::Sparse);
   EXPECT_DOUBLE_EQ(back.codec("int8")->ratio, 3.9);
@@ -199,6 +224,11 @@ TEST(ModelFile, BadFilesSayWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(message(head + "[links.tcp]\nalpha_s = -1\nbeta_s_per_byte = 0\n").find("links.tcp.alpha_s"),
             std::string::npos);
+  EXPECT_NE(message(head + "[links.tcp]\nalpha_s = 0\nbeta_s_per_byte = 0\ncpu_s_per_byte = \"x\"\n")
+                .find("links.tcp.cpu_s_per_byte"),
+            std::string::npos);
+  // A file from before links had cpu_s_per_byte loads, the term absent.
+  EXPECT_EQ(message(head + "[links.tcp]\nalpha_s = 0\nbeta_s_per_byte = 1e-9\n"), "no error");
   EXPECT_NE(message("format = = 1").find("m.toml:1"), std::string::npos);
   EXPECT_THROW(load("/nonexistent/model.toml"), std::runtime_error);
 }

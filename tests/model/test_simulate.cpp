@@ -125,3 +125,26 @@ TEST(Simulate, BadInputIsAClearError) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("'w'"), std::string::npos) << r.output;
 }
+
+namespace {
+
+// calibrate measures both UCX links between two forked ranks and, for tcp, the CPU a plain loopback
+// transfer costs per byte (a transfer always costs some: 0 would mean /proc/stat was not read); a
+// rate-only link inherits tcp's.
+TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
+  Dir d;
+  const std::string file = (d.path / "measured.toml").string();
+  const auto r = gwtest::run_command(std::string(GW_CLI) + " calibrate --codecs none --bytes 65536 --inter-rate 1gbit -o " +
+                                     file);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ns of CPU per byte"), std::string::npos) << r.output;
+  const gw::model::Model m = gw::model::load(file);
+  const gw::model::Link& tcp = m.link("tcp");
+  EXPECT_GT(tcp.beta, 0);
+  EXPECT_GT(tcp.cpu, 0) << r.output;
+  EXPECT_DOUBLE_EQ(m.link("inter").cpu, tcp.cpu);
+  EXPECT_DOUBLE_EQ(m.link("inter").beta, 8.0 / 1e9);
+  EXPECT_EQ(m.inter, "inter");
+}
+
+}  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/bench_ranks.hpp"
+#include "model/measure.hpp"
 
 #ifndef GW_SOURCE_SCRIPTS_DIR
 #define GW_SOURCE_SCRIPTS_DIR ""
@@ -38,25 +39,38 @@ std::string env_or(const char* name, const char* fallback) {
   return v && *v ? v : fallback;
 }
 
-// Rank 0's side: accept one connection and read `bytes`; returns bytes per second.
-double receive(int listener, uint64_t bytes) {
-  Fd conn{accept(listener, nullptr, nullptr)};
-  if (conn.fd < 0) throw std::runtime_error("link probe: accept failed");
+// Reads exactly `bytes` (1 MiB at a time); throws naming the probe's step when the connection ends early.
+void read_all(int fd, uint64_t bytes) {
   std::vector<char> buf(1 << 20);
   uint64_t got = 0;
-  const auto t0 = Clock::now();
   while (got < bytes) {
-    const ssize_t n = recv(conn.fd, buf.data(), buf.size(), 0);
+    const ssize_t n = recv(fd, buf.data(), std::min<uint64_t>(buf.size(), bytes - got), 0);
     if (n <= 0) throw std::runtime_error("link probe: the connection ended after " + std::to_string(got) + " bytes");
     got += uint64_t(n);
   }
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  const char ack = 1;
-  if (send(conn.fd, &ack, 1, MSG_NOSIGNAL) != 1) throw std::runtime_error("link probe: acknowledgement failed");
-  return double(bytes) / s;
 }
 
-void transmit(const std::string& address, int port, uint64_t bytes) {
+void write_all(int fd, uint64_t bytes) {
+  std::vector<char> buf(1 << 20, 'x');
+  uint64_t sent = 0;
+  while (sent < bytes) {
+    const ssize_t n = send(fd, buf.data(), std::min<uint64_t>(buf.size(), bytes - sent), MSG_NOSIGNAL);
+    if (n <= 0) throw std::runtime_error("link probe: send failed after " + std::to_string(sent) + " bytes");
+    sent += uint64_t(n);
+  }
+}
+
+void put_byte(int fd, char c) {
+  if (send(fd, &c, 1, MSG_NOSIGNAL) != 1) throw std::runtime_error("link probe: a peer went away");
+}
+
+char get_byte(int fd) {
+  char c = 0;
+  if (recv(fd, &c, 1, MSG_WAITALL) != 1) throw std::runtime_error("link probe: a peer went away");
+  return c;
+}
+
+int connect_to(const std::string& address, int port) {
   Fd s{socket(AF_INET, SOCK_STREAM, 0)};
   sockaddr_in to{};
   to.sin_family = AF_INET;
@@ -65,22 +79,52 @@ void transmit(const std::string& address, int port, uint64_t bytes) {
     throw std::runtime_error("link probe: bad address '" + address + "'");
   if (connect(s.fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0)
     throw std::runtime_error("link probe: cannot connect to " + address + ":" + std::to_string(port));
-  std::vector<char> buf(1 << 20, 'x');
-  uint64_t sent = 0;
-  while (sent < bytes) {
-    const ssize_t n = send(s.fd, buf.data(), std::min<uint64_t>(buf.size(), bytes - sent), MSG_NOSIGNAL);
-    if (n <= 0) throw std::runtime_error("link probe: send failed");
-    sent += uint64_t(n);
-  }
-  char ack = 0;
-  if (recv(s.fd, &ack, 1, 0) != 1) throw std::runtime_error("link probe: no acknowledgement");
+  const int fd = s.fd;
+  s.fd = -1;
+  return fd;
+}
+
+int listen_on(uint32_t address, int port, int backlog) {
+  Fd l{socket(AF_INET, SOCK_STREAM, 0)};
+  const int one = 1;
+  setsockopt(l.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_port = htons(uint16_t(port));
+  any.sin_addr.s_addr = htonl(address);
+  if (bind(l.fd, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0 || listen(l.fd, backlog) != 0)
+    throw std::runtime_error("link probe: cannot listen on port " + std::to_string(port));
+  const int fd = l.fd;
+  l.fd = -1;
+  return fd;
+}
+
+// Times `bytes` read from `data` (whose sender starts on 'g'), with the machine's busy core-seconds
+// around it. Every process involved blocks in the kernel meanwhile, so the busy time is the transfer's.
+TcpProbe timed_receive(int data, uint64_t bytes) {
+  const double busy0 = gw::model::busy_core_seconds();
+  const auto t0 = Clock::now();
+  put_byte(data, 'g');
+  read_all(data, bytes);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double busy1 = gw::model::busy_core_seconds();
+  TcpProbe p;
+  p.bytes_per_s = double(bytes) / s;
+  p.cpu_s_per_byte = busy0 >= 0 && busy1 >= busy0 ? (busy1 - busy0) / double(bytes) : 0;
+  return p;
+}
+
+void timed_send(int data, uint64_t bytes) {
+  if (get_byte(data) != 'g') throw std::runtime_error("link probe: unexpected start byte");
+  write_all(data, bytes);
+  if (get_byte(data) != 'a') throw std::runtime_error("link probe: no acknowledgement");
 }
 
 }  // namespace
 
-double measure_tcp_rate(gw_comm* comm, uint64_t bytes) {
-  const uint32_t rank = gw_comm_rank(comm);
-  if (gw_comm_size(comm) < 2) return 0;
+TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes) {
+  const uint32_t rank = gw_comm_rank(comm), size = gw_comm_size(comm);
+  if (size < 2) return {};
   if (bytes == 0) {
     const std::string rate = env_or("GW_LINK_RATE", "");
     const double bps = rate.empty() ? 1e9 : gw::model::parse_rate(rate);
@@ -88,22 +132,64 @@ double measure_tcp_rate(gw_comm* comm, uint64_t bytes) {
   }
   const int port = std::atoi(env_or("GW_ROOT_PORT", "29500").c_str()) + 2;
   Fd listener;
-  if (rank == 0) {
-    listener.fd = socket(AF_INET, SOCK_STREAM, 0);
-    const int one = 1;
-    setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in any{};
-    any.sin_family = AF_INET;
-    any.sin_port = htons(uint16_t(port));
-    any.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (bind(listener.fd, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0 || listen(listener.fd, 1) != 0)
-      throw std::runtime_error("link probe: cannot listen on port " + std::to_string(port));
-  }
+  if (rank == 0) listener.fd = listen_on(INADDR_ANY, port, int(size));
   check_bench(gw_barrier(comm), "link probe: barrier");
-  double rate = 0;
-  if (rank == 0) rate = receive(listener.fd, bytes);
-  else if (rank == 1) transmit(env_or("GW_ROOT_ADDR", "127.0.0.1"), port, bytes);
-  return slowest_rank(comm, rate);  // rank 0's figure on every rank
+  // Rank 1 sends to rank 0; the other ranks wait on a socket of rank 0's (asleep, not polling the
+  // communicator), so the machine's busy time during the transfer is the transfer's alone.
+  TcpProbe probe;
+  if (rank == 0) {
+    std::vector<Fd> parked(size - 2);
+    Fd data;
+    for (uint32_t accepted = 0, p = 0; accepted + 1 < size; ++accepted) {
+      Fd conn{accept(listener.fd, nullptr, nullptr)};
+      if (conn.fd < 0) throw std::runtime_error("link probe: accept failed");
+      Fd& slot = get_byte(conn.fd) == 'd' ? data : parked.at(p++);
+      std::swap(slot.fd, conn.fd);
+    }
+    if (data.fd < 0) throw std::runtime_error("link probe: rank 1 did not connect");
+    probe = timed_receive(data.fd, bytes);
+    put_byte(data.fd, 'a');
+    for (Fd& f : parked) put_byte(f.fd, 'r');
+  } else {
+    Fd s{connect_to(env_or("GW_ROOT_ADDR", "127.0.0.1"), port)};
+    put_byte(s.fd, rank == 1 ? 'd' : 'p');
+    if (rank == 1) timed_send(s.fd, bytes);
+    else get_byte(s.fd);
+  }
+  probe.bytes_per_s = slowest_rank(comm, probe.bytes_per_s);  // rank 0's figures on every rank
+  probe.cpu_s_per_byte = slowest_rank(comm, probe.cpu_s_per_byte);
+  return probe;
+}
+
+TcpProbe measure_loopback_tcp(uint64_t bytes) {
+  Fd listener{listen_on(INADDR_LOOPBACK, 0, 1)};
+  sockaddr_in bound{};
+  socklen_t len = sizeof bound;
+  if (getsockname(listener.fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0)
+    throw std::runtime_error("link probe: getsockname failed");
+  Fd out{connect_to("127.0.0.1", ntohs(bound.sin_port))};
+  Fd in{accept(listener.fd, nullptr, nullptr)};
+  if (in.fd < 0) throw std::runtime_error("link probe: accept failed");
+  std::string failed;
+  std::thread sender([&] {
+    try {
+      timed_send(out.fd, bytes);
+    } catch (const std::exception& e) {
+      failed = e.what();
+      shutdown(out.fd, SHUT_RDWR);
+    }
+  });
+  TcpProbe p;
+  try {
+    p = timed_receive(in.fd, bytes);
+    put_byte(in.fd, 'a');
+  } catch (const std::exception& e) {
+    if (failed.empty()) failed = e.what();
+    shutdown(in.fd, SHUT_RDWR);
+  }
+  sender.join();
+  if (!failed.empty()) throw std::runtime_error(failed);
+  return p;
 }
 
 namespace {
@@ -168,7 +254,8 @@ std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, 
 }
 
 gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string& codec, gw::model::CodecKind kind,
-                               double size_ratio, double bytes, int ranks, double bytes_per_s, double cores) {
+                               double size_ratio, double bytes, int ranks, double bytes_per_s, double cores,
+                               double cpu_s_per_byte) {
   gw::model::CodecCost c{codec, kind, size_ratio, 0, 0};
   gw::model::Topology t;
   t.nodes = uint64_t(std::max(1, ranks));
@@ -180,6 +267,7 @@ gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string&
     if (const gw::model::CodecCost* k = model->codec(codec)) c = *k;
     t.gamma = model->machine.gamma;
     if (model->links.count("tcp")) t.intra.alpha = t.inter.alpha = model->links.at("tcp").alpha;
+    t.intra.cpu = t.inter.cpu = cpu_s_per_byte;
   }
   return gw::model::exchange(c, bytes, t);
 }

@@ -13,10 +13,20 @@
 
 namespace gwcli::bench {
 
+// One plain TCP transfer: its rate, and the machine's busy core-seconds during it per byte (the sender's
+// and the receiver's kernel work, wherever it ran; meaningful on a quiet machine).
+struct TcpProbe {
+  double bytes_per_s = 0;
+  double cpu_s_per_byte = 0;
+};
+
 // Inside a run: rank 1 sends `bytes` to rank 0 over one plain TCP connection (rank 0's GW_ROOT_ADDR,
-// port GW_ROOT_PORT + 2); returns rank 0's bytes per second, on every rank. Sized from GW_LINK_RATE
-// (about half a second of transfer) when bytes is 0.
-double measure_tcp_rate(gw_comm* comm, uint64_t bytes = 0);
+// port GW_ROOT_PORT + 2) while the other ranks sleep on a socket; returns rank 0's figures, on every
+// rank. Sized from GW_LINK_RATE (about half a second of transfer) when bytes is 0.
+TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes = 0);
+
+// The same between two threads of this process over loopback (gradwire calibrate's tcp link).
+TcpProbe measure_loopback_tcp(uint64_t bytes);
 
 // The gloo peer: `gradwire run -n ranks [--link rate] -- python3 torch_allreduce.py count reps`. Returns
 // its JSON ({"seconds": [...]}) or nullopt with *why set (PyTorch missing, run failed).
@@ -29,8 +39,10 @@ std::optional<nlohmann::json> run_torch_topk(uint64_t n, uint64_t k, int reps, s
 
 // The algorithm gradwire runs for a codec of this kind and size ratio on n ranks (one per link): its
 // bytes sent per rank, and with a model (codec costs, gamma, alpha of its "tcp" link) its predicted time
-// at `bytes_per_s` with the ranks sharing `cores` cores.
+// at `bytes_per_s` with the link's `cpu_s_per_byte` (both measured in the same run) and the ranks
+// sharing `cores` cores.
 gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string& codec, gw::model::CodecKind kind,
-                               double size_ratio, double bytes, int ranks, double bytes_per_s, double cores);
+                               double size_ratio, double bytes, int ranks, double bytes_per_s, double cores,
+                               double cpu_s_per_byte = 0);
 
 }  // namespace gwcli::bench

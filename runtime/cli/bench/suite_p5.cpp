@@ -67,7 +67,9 @@ void run_worker(const Options& o, const std::string& out_path) {
     const uint64_t count = element_count(o);
     std::vector<float> in = gaussian_input(count, 1234 + rank), out(count);
     json r = {{"ranks", gw_comm_size(comm)}, {"count", count}, {"codecs", json::object()}};
-    r["link_bytes_per_s"] = measure_tcp_rate(comm);
+    const TcpProbe link = measure_tcp_link(comm);
+    r["link_bytes_per_s"] = link.bytes_per_s;
+    r["link_cpu_s_per_byte"] = link.cpu_s_per_byte;
     for (const char* name : kCodecs) {
       gw_codec* codec = nullptr;
       check_bench(gw_codec_create(rt, name, &codec), std::string("P5: gw_codec_create ") + name);
@@ -182,6 +184,7 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
     const bool gloo_best = gloo && gloo_s.median > 0 && gloo_s.median < mpi_s.median;
     const Stats peer = gloo_best ? gloo_s : mpi_s;
     const double link_rate = ours.value("link_bytes_per_s", 0.0);
+    const double link_cpu = ours.value("link_cpu_s_per_byte", 0.0);
     const uint64_t bytes = element_count(options) * 4;
     const uint64_t mb = bytes / 1'000'000;
     const double cores = std::max(1u, std::thread::hardware_concurrency());
@@ -207,6 +210,7 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
                    {"ratio_vs_mpi", s.median > 0 ? mpi_s.median / s.median : 0},
                    {"size_ratio", size_ratio},
                    {"link_mb_per_s", link_rate / 1e6},
+                   {"link_cpu_ns_per_byte", link_cpu * 1e9},
                    {"repetitions", options.repetitions}};
       if (gloo) res.extra["gloo_ms"] = gloo_s.median * 1e3, res.extra["ratio_vs_gloo"] = s.median > 0 ? gloo_s.median / s.median : 0;
       if (link_rate > 0) {
@@ -215,7 +219,7 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
         res.extra["ideal_ms"] = ideal * 1e3;
         res.extra["of_ideal"] = s.median > 0 ? ideal / s.median : 0;
         if (model) {
-          const gw::model::Cost p = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, link_rate, cores);
+          const gw::model::Cost p = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, link_rate, cores, link_cpu);
           res.extra["predicted_ms"] = p.total * 1e3;
           res.extra["error"] = s.median > 0 ? (p.total - s.median) / s.median : 0;
         }
