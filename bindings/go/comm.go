@@ -128,6 +128,15 @@ func (c *Comm) AllreduceCompressed(codec *Codec, ctx CodecContext, in, out []flo
 		C.uint64_t(len(in)), ptr(out), C.uint64_t(len(out)), C.int(op), nil, &msg), msg)
 }
 
+// AllreduceCompressedEF is AllreduceCompressed with error feedback inside the collective: every
+// encoding this rank makes, the owner's re-encoding of a block included, adds ef's residual and keeps
+// what it dropped. One ErrorFeedback per tensor, the same length every call.
+func (c *Comm) AllreduceCompressedEF(ef *ErrorFeedback, ctx CodecContext, in, out []float32, op ReduceOp) error {
+	var msg *C.char
+	return call(C.go_allreduce_compressed_ef(c.raw, ef.raw, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step), ptr(in),
+		C.uint64_t(len(in)), ptr(out), C.uint64_t(len(out)), C.int(op), nil, &msg), msg)
+}
+
 // Buffer is memory allocated in C by the binding, for nonblocking operations: gradwire keeps its
 // address until the request completes, which the cgo rules forbid for Go memory. Slice() views it.
 // Free refuses (ErrState) while a request uses it.
@@ -262,6 +271,19 @@ func (c *Comm) AllreduceCompressedStart(codec *Codec, ctx CodecContext, in, out 
 	var r *C.gw_request
 	var msg *C.char
 	s := C.go_allreduce_compressed(c.raw, codec.raw, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step), in.p,
+		C.uint64_t(in.n), out.p, C.uint64_t(out.n), C.int(op), &r, &msg)
+	return track(s, msg, r, release)
+}
+
+// AllreduceCompressedEFStart starts AllreduceCompressedEF; ef belongs to the request until it completes.
+func (c *Comm) AllreduceCompressedEFStart(ef *ErrorFeedback, ctx CodecContext, in, out *Buffer[float32], op ReduceOp) (*Request, error) {
+	release, err := use(in, out)
+	if err != nil {
+		return nil, err
+	}
+	var r *C.gw_request
+	var msg *C.char
+	s := C.go_allreduce_compressed_ef(c.raw, ef.raw, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step), in.p,
 		C.uint64_t(in.n), out.p, C.uint64_t(out.n), C.int(op), &r, &msg)
 	return track(s, msg, r, release)
 }

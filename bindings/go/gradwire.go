@@ -260,6 +260,59 @@ func (c *Codec) Close() error {
 	return err
 }
 
+// ErrorFeedback keeps, per tensor, what a codec's encodings dropped, and adds it to the next encoding.
+// Comm.AllreduceCompressedEF uses it inside the collective. Close it before its codec.
+type ErrorFeedback struct{ raw *C.gw_error_feedback }
+
+// NewErrorFeedback creates error feedback around the codec.
+func (c *Codec) NewErrorFeedback() (*ErrorFeedback, error) {
+	var raw *C.gw_error_feedback
+	var msg *C.char
+	if err := call(C.go_error_feedback_create(c.raw, &raw, &msg), msg); err != nil {
+		return nil, err
+	}
+	return &ErrorFeedback{raw: raw}, nil
+}
+
+// Close destroys the error feedback.
+func (e *ErrorFeedback) Close() error {
+	var msg *C.char
+	err := call(C.go_error_feedback_destroy(e.raw, &msg), msg)
+	e.raw = nil
+	return err
+}
+
+// Reset forgets every residual (e.g. after the model was reloaded).
+func (e *ErrorFeedback) Reset() error {
+	var msg *C.char
+	return call(C.go_error_feedback_reset(e.raw, &msg), msg)
+}
+
+// State returns the residuals as a blob for a checkpoint.
+func (e *ErrorFeedback) State() ([]byte, error) {
+	var n C.uint64_t
+	var msg *C.char
+	if err := call(C.go_error_feedback_state_size(e.raw, &n, &msg), msg); err != nil {
+		return nil, err
+	}
+	buf := C.malloc(C.size_t(n) + 1)
+	defer C.free(buf)
+	var written C.uint64_t
+	if err := call(C.go_error_feedback_save(e.raw, buf, n, &written, &msg), msg); err != nil {
+		return nil, err
+	}
+	return C.GoBytes(buf, C.int(written)), nil
+}
+
+// LoadState replaces the residuals by a blob State returned (a damaged blob is ErrCorrupt, another
+// codec's ErrMismatch).
+func (e *ErrorFeedback) LoadState(blob []byte) error {
+	var msg *C.char
+	p := C.CBytes(blob)
+	defer C.free(p)
+	return call(C.go_error_feedback_load(e.raw, p, C.uint64_t(len(blob)), &msg), msg)
+}
+
 // Name is the codec's name.
 func (c *Codec) Name() string { return goString(C.gw_codec_name(c.raw)) }
 

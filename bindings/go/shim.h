@@ -114,6 +114,35 @@ static inline gw_status go_allreduce_compressed(gw_comm* c, gw_codec* codec, uin
   if (req) return keep(gw_allreduce_compressed_start(c, codec, &x, &i, &o, (gw_reduce_op)op, req), err);
   return keep(gw_allreduce_compressed(c, codec, &x, &i, &o, (gw_reduce_op)op), err);
 }
+static inline gw_status go_allreduce_compressed_ef(gw_comm* c, gw_error_feedback* ef, uint64_t seed, uint64_t step,
+                                                   void* in, uint64_t nin, void* out, uint64_t nout, int op,
+                                                   gw_request** req, char** err) {
+  gw_codec_context x = GW_CODEC_CONTEXT_INIT;
+  x.seed = seed;
+  x.step = step;
+  gw_tensor i = tensor(GW_DTYPE_F32, in, nin), o = tensor(GW_DTYPE_F32, out, nout);
+  if (req) return keep(gw_allreduce_compressed_ef_start(c, ef, &x, &i, &o, (gw_reduce_op)op, req), err);
+  return keep(gw_allreduce_compressed_ef(c, ef, &x, &i, &o, (gw_reduce_op)op), err);
+}
+static inline gw_status go_error_feedback_create(gw_codec* c, gw_error_feedback** ef, char** err) {
+  return keep(gw_error_feedback_create(c, ef), err);
+}
+static inline gw_status go_error_feedback_destroy(gw_error_feedback* ef, char** err) {
+  return keep(gw_error_feedback_destroy(ef), err);
+}
+static inline gw_status go_error_feedback_reset(gw_error_feedback* ef, char** err) {
+  return keep(gw_error_feedback_reset(ef), err);
+}
+static inline gw_status go_error_feedback_state_size(gw_error_feedback* ef, uint64_t* size, char** err) {
+  return keep(gw_error_feedback_state_size(ef, size), err);
+}
+static inline gw_status go_error_feedback_save(gw_error_feedback* ef, void* buf, uint64_t cap, uint64_t* size,
+                                               char** err) {
+  return keep(gw_error_feedback_save(ef, buf, cap, size), err);
+}
+static inline gw_status go_error_feedback_load(gw_error_feedback* ef, const void* buf, uint64_t size, char** err) {
+  return keep(gw_error_feedback_load(ef, buf, size), err);
+}
 static inline gw_status go_reduce_scatter(gw_comm* c, int dtype, void* in, uint64_t nin, void* out, uint64_t nout,
                                           int op, char** err) {
   gw_tensor i = tensor(dtype, in, nin), o = tensor(dtype, out, nout);

@@ -146,6 +146,30 @@ fn compressed(comm: &Comm, rt: &Runtime) {
     // each of the ranks' values and the reduced sum is rounded once to 1/127 of its block's peak
     assert!(err <= peak * (size as f32 + 1.0) / 127.0, "int8 error {err} for peak {peak}");
     println!("compressed int8 ok (max error {err:.4} of peak {peak:.3})");
+    // int8 with error feedback inside the collective: what one call drops, the next sends, so the mean
+    // of T results of the same input lands far closer to the exact sum than one result's bound.
+    let mut int8_ef_codec = rt.codec(Some("int8")).unwrap();
+    let mut ef = int8_ef_codec.error_feedback().unwrap();
+    let steps = 20usize;
+    let mut total = vec![0f64; n];
+    for t in 0..steps {
+        let ctx = CodecContext { seed: 11, step: t as u64, ..Default::default() };
+        if t % 2 == 0 {
+            comm.allreduce_compressed_ef(&mut ef, Some(&ctx), &x, &mut y, ReduceOp::Sum).unwrap();
+        } else {
+            comm.scope(|s| {
+                s.allreduce_compressed_ef(&mut ef, Some(&ctx), &x, &mut y, ReduceOp::Sum).unwrap().wait().unwrap();
+            });
+        }
+        same_bits_everywhere(comm, &y, "int8 + error feedback");
+        for (acc, v) in total.iter_mut().zip(&y) {
+            *acc += *v as f64;
+        }
+    }
+    let mean_err = total.iter().zip(&exact).fold(0f64, |m, (a, b)| m.max((a / steps as f64 - *b as f64).abs()));
+    let one_step = peak as f64 * (size as f64 + 1.0) / 127.0;
+    assert!(mean_err <= one_step / 16.0, "int8 + EF: mean of {steps} results off by {mean_err}, one step's bound {one_step}");
+    println!("compressed int8 + error feedback ok (mean of {steps} off by {mean_err:.5}, one step's bound {one_step:.4})");
     // top-k: 5 % spikes at the same coordinates on every rank dominate; they are all that arrives
     let spikes = |i: usize| i % 20 == 3;
     let x: Vec<f32> =

@@ -163,7 +163,7 @@ impl Drop for Codec {
 
 /// Error feedback (`gw_error_feedback`): each buffer id keeps the residual of its last encoding (f32).
 pub struct ErrorFeedback<'c> {
-    raw: *mut sys::gw_error_feedback,
+    pub(crate) raw: *mut sys::gw_error_feedback,
     _codec: std::marker::PhantomData<&'c mut Codec>,
 }
 

@@ -1,6 +1,6 @@
 //! `Comm` (a communicator and its blocking collectives), `AbortHandle`, and nonblocking operations
 //! through `Comm::scope` / `Request`.
-use crate::codec::{ctx_ptr, Codec, CodecContext};
+use crate::codec::{ctx_ptr, Codec, CodecContext, ErrorFeedback};
 use crate::dtype::{tensor, tensor_mut, Element};
 use crate::error::{check, check_progress, Error, Result, Status};
 use crate::runtime::{c_string, Runtime};
@@ -218,6 +218,19 @@ impl Comm {
         let i = o;
         // SAFETY: in == out is the in-place form.
         check(unsafe { sys::gw_allreduce_compressed(self.raw(), codec.raw, ctx_ptr(&c), &i, &mut o, op.to_raw()) })
+    }
+
+    /// The compressed allreduce with error feedback inside the collective (`gw_allreduce_compressed_ef`):
+    /// every encoding this rank makes, the owner's re-encoding of a block included, adds `ef`'s residual
+    /// and keeps what it dropped. One `ef` per tensor, the same length every call; not also used with
+    /// `ErrorFeedback::encode_into`.
+    pub fn allreduce_compressed_ef(&self, ef: &mut ErrorFeedback<'_>, ctx: Option<&CodecContext>, input: &[f32],
+                                   out: &mut [f32], op: ReduceOp) -> Result<()> {
+        let c = ctx.map(|c| c.raw());
+        let i = tensor(input);
+        let mut o = tensor_mut(out);
+        // SAFETY: error feedback and buffers borrowed for the call.
+        check(unsafe { sys::gw_allreduce_compressed_ef(self.raw(), ef.raw, ctx_ptr(&c), &i, &mut o, op.to_raw()) })
     }
 
     /// Runs `f` with a `Scope` that starts nonblocking operations. Each returns a `Request` that borrows
@@ -513,6 +526,21 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // SAFETY: codec and buffers borrowed for 'scope; the context is read during the call.
         let s = unsafe {
             sys::gw_allreduce_compressed_start(self.comm.raw(), codec.raw, ctx_ptr(&c), &i, &mut o, op.to_raw(), &mut r)
+        };
+        self.track(s, r)
+    }
+
+    /// `Comm::allreduce_compressed_ef`, nonblocking: the error feedback belongs to the request too.
+    pub fn allreduce_compressed_ef(&'scope self, ef: &'scope mut ErrorFeedback<'_>, ctx: Option<&CodecContext>,
+                                   input: &'scope [f32], out: &'scope mut [f32], op: ReduceOp)
+        -> Result<Request<'scope>> {
+        let c = ctx.map(|c| c.raw());
+        let i = tensor(input);
+        let mut o = tensor_mut(out);
+        let mut r = std::ptr::null_mut();
+        // SAFETY: error feedback and buffers borrowed for 'scope; the context is read during the call.
+        let s = unsafe {
+            sys::gw_allreduce_compressed_ef_start(self.comm.raw(), ef.raw, ctx_ptr(&c), &i, &mut o, op.to_raw(), &mut r)
         };
         self.track(s, r)
     }
