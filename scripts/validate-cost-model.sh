@@ -30,15 +30,21 @@ for f in sorted(glob.glob(sys.argv[1] + "/p5-*.jsonl")):
         j = json.loads(line)
         if "predicted_ms" in j:
             rows.append(j)
-print("| link | ranks | codec | measured ms | predicted ms | error | gloo ms | MPI ms | ratio (best peer) | of_ideal |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| link | ranks | codec | measured ms | predicted ms | error | link σ ns/B | gloo ms | MPI ms | ratio (best peer) | of_ideal |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 order = {"100mbit": 0, "1gbit": 1, "10gbit": 2}
 rows.sort(key=lambda j: (order.get(j["link"], 9), j["ranks"]))
 for j in rows:
     print(f"| {j['link']} | {j['ranks']} | {j['case'].split()[0]} | {j['ours']:.1f} | {j['predicted_ms']:.1f} | "
-          f"{100 * j['error']:+.0f} % | {j.get('gloo_ms', float('nan')):.1f} | {j['mpi_ms']:.1f} | "
+          f"{100 * j['error']:+.0f} % | {j.get('link_cpu_ns_per_byte', 0):.2f} | "
+          f"{j.get('gloo_ms', float('nan')):.1f} | {j['mpi_ms']:.1f} | "
           f"{j['ratio']:.2f} ({j['peer_name']}) | {j.get('of_ideal', 0):.2f} |")
 errs = [abs(j["error"]) for j in rows]
 if errs:
     print(f"\n{len(errs)} points: median |error| {100 * statistics.median(errs):.0f} %, worst {100 * max(errs):.0f} %")
+    print("\n| links | points | median \\|error\\| | worst | within 10 % | within 25 % |\n|---|---|---|---|---|---|")
+    for link in sorted({j["link"] for j in rows}, key=lambda l: order.get(l, 9)):
+        e = [abs(j["error"]) for j in rows if j["link"] == link]
+        print(f"| {link} | {len(e)} | {100 * statistics.median(e):.0f} % | {100 * max(e):.0f} % | "
+              f"{sum(x <= 0.1 for x in e)} | {sum(x <= 0.25 for x in e)} |")
 PY

@@ -110,7 +110,8 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
     const CompressedAlgorithm algorithm = choose_compressed(*a.codec, a.count, c.size(), chunk);
     const float* in = a.in != nullptr ? a.in : a.buf;
     const bool reads_input = algorithm == CompressedAlgorithm::ScatterReduceAllgather ||
-                             algorithm == CompressedAlgorithm::SparseAllgather;
+                             algorithm == CompressedAlgorithm::SparseAllgather ||
+                             algorithm == CompressedAlgorithm::SharedIndices;
     if (in != a.buf && !reads_input) std::memmove(a.buf, in, a.count * 4);
     switch (algorithm) {
       case CompressedAlgorithm::Local: co_await allreduce_local(ops, a.buf, a.count, a.op, chunk); break;
@@ -127,7 +128,7 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
         co_await allreduce_sparse_dense(c, ops, a.buf, a.count, a.op, chunk, a.ring_threshold_bytes);
         break;
       case CompressedAlgorithm::SharedIndices:
-        co_await allreduce_shared_indices(c, ops, a.buf, a.count, a.op, chunk, a.ring_threshold_bytes);
+        co_await allreduce_shared_indices(c, ops, in, a.buf, a.count, a.op, chunk, a.ring_threshold_bytes);
         break;
     }
   }

@@ -42,12 +42,13 @@ Values parse(const std::string& codec, const PayloadBuffer& payload) {
 
 }  // namespace
 
-// For codecs whose ranks all select the same coordinates (random-k with the shared seed): each piece is
-// encoded, the k values of every piece are reduced as one dense f32 array (the dense allreduce), and
-// each piece's payload is rewritten with the summed values in f32 and decoded on every rank. The values
-// are a small fraction of the buffer, so the pieces are not pipelined.
-Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
-                              uint64_t chunk_elements, uint64_t ring_threshold_bytes) {
+// For codecs whose ranks all select the same coordinates (random-k with the shared seed): each piece of
+// `in` is encoded, the k values of every piece are reduced as one dense f32 array (the dense allreduce)
+// and averaged there, and each piece's payload is rewritten with the resulting values in f32 and decoded
+// into `buf` on every rank. The values are a small fraction of the buffer, so the pieces are not
+// pipelined, and the buffer is touched only by the encoding (read) and the decoding (written once).
+Task allreduce_shared_indices(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count,
+                              gw_reduce_op op, uint64_t chunk_elements, uint64_t ring_threshold_bytes) {
   const Pieces pieces = split_even(0, count, piece_count(count, chunk_elements, 1));
   std::vector<PayloadBuffer> payloads(pieces.size());
   std::vector<uint64_t> first(pieces.size() + 1, 0);  // piece i's values at [first[i], first[i + 1])
@@ -55,7 +56,7 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t
   for (size_t i = 0; i < pieces.size(); ++i) {
     PayloadBuffer& p = payloads[i];
     p.reserve(ops.max_payload(pieces.count[i]));
-    p.size = ops.encode(pieces.offset[i], buf + pieces.offset[i], pieces.count[i], p.data, p.capacity);
+    p.size = ops.encode(pieces.offset[i], in + pieces.offset[i], pieces.count[i], p.data, p.capacity);
     const Values v = parse(ops.codec().name(), p);
     for (uint64_t j = 0; j < v.k; ++j) {
       if (v.half) {
@@ -69,6 +70,8 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t
     first[i + 1] = values.size();
   }
   co_await allreduce_dense(c, values.data(), values.size(), GW_DTYPE_F32, GW_REDUCE_SUM, ring_threshold_bytes);
+  // The decoded buffer holds these values and zeros: averaging the values is averaging the buffer.
+  if (op == GW_REDUCE_AVG) divide(values.data(), values.size(), GW_DTYPE_F32, c.size());
 
   PayloadBuffer summed;
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -87,7 +90,6 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t
     wire::write_header(summed.data, h);
     summed.size = GW_WIRE_HEADER_SIZE + length;
     ops.decode(pieces.offset[i], summed.data, summed.size, buf + pieces.offset[i], pieces.count[i], false);
-    if (op == GW_REDUCE_AVG) divide(buf + pieces.offset[i], pieces.count[i], GW_DTYPE_F32, c.size());
   }
 }
 

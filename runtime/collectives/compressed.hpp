@@ -106,7 +106,7 @@ Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, const float* in, f
                                 uint64_t chunk_elements);
 Task allreduce_sparse_dense(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
                             uint64_t chunk_elements, uint64_t ring_threshold_bytes);
-Task allreduce_shared_indices(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
-                              uint64_t chunk_elements, uint64_t ring_threshold_bytes);
+Task allreduce_shared_indices(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count,
+                              gw_reduce_op op, uint64_t chunk_elements, uint64_t ring_threshold_bytes);
 
 }  // namespace gw::coll
