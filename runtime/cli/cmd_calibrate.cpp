@@ -2,8 +2,9 @@
 // this machine — every codec's encode and decode cost and size ratio, the cost of an elementwise sum,
 // and alpha / beta of each UCX transport between two local ranks (ping-pong: alpha the fastest one-way
 // time of 8 B, beta the slope between the median one-way times of 1 MiB and 16 MiB; for tcp also the
-// machine's CPU time per byte of a plain loopback TCP transfer) — and saves it as TOML. `--inter-rate RATE` adds a link "inter" with the TCP transport's alpha and the given
-// rate's beta (a link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
+// machine's CPU time per byte of a plain loopback TCP transfer) — and saves it as TOML. `--inter-rate
+// RATE` adds a link "inter" with the TCP transport's alpha and CPU per byte and the given rate's beta (a
+// link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
 #include <gradwire/gradwire.h>
 
 #include <sys/wait.h>
