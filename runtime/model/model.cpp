@@ -117,9 +117,9 @@ Cost sparse_allgather(const CodecCost& k, double M, double n, const Link& l, dou
   c.latency = (n - 1) * pieces * l.alpha;
   c.bytes_sent = (n - 1) * payload;
   c.wire = c.bytes_sent * l.beta;
-  // Encode the whole buffer; decode all n payloads (per payload byte) into the dense result.
+  // Encode the whole buffer; add all n payloads' values (per payload byte) into the dense result.
   c.encode = (M * k.encode + n * payload * k.decode) * s;
-  c.cpu = c.encode + M * gamma * s;  // the dense result written once
+  c.cpu = c.encode + M * gamma * s;  // the dense result written once (and averaged)
   c.transport = c.bytes_sent * l.cpu * s;
   c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
   return c;
