@@ -27,48 +27,47 @@ gw_tensor checked_tensor(const gw_tensor* t, const char* what) {
   return out;
 }
 
+// Starts the collective; throws gw::Error (the C functions below turn it into their status).
 gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw_codec_context* context,
                 const gw_tensor* in, gw_tensor* out, gw_reduce_op op, gw_request** request) {
-  return gw::guard([&] {
-    gw::require(comm, "comm");
-    gw::require(request, "request (output)");
-    *request = nullptr;
-    const gw_codec_context given = gw::abi::read_or_default(context, "context");
-    gw_codec_context ctx = gw::abi::Struct<gw_codec_context>::defaults();
-    ctx.seed = given.seed;
-    ctx.step = given.step;
-    const gw_tensor i = checked_tensor(in, "in");
-    const gw_tensor o = checked_tensor(out, "out");
-    if (i.count != o.count)
-      gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements, out " +
-                                            std::to_string(o.count) + "; allreduce needs the same count");
-    if (op != GW_REDUCE_SUM && op != GW_REDUCE_AVG)
-      gw::fail(GW_ERR_UNSUPPORTED, std::string("the compressed allreduce sums or averages; op ") +
-                                       gw::comm::op_name(op) + " needs gw_allreduce");
-    gw::coll::CompressedArgs a;
-    a.codec = codec;
-    a.ef = ef;
-    a.ctx = ctx;
-    a.count = o.count;
-    a.op = op;
-    const bool direct = i.memory == GW_MEMORY_HOST && o.memory == GW_MEMORY_HOST && i.dtype == GW_DTYPE_F32 &&
-                        o.dtype == GW_DTYPE_F32;
-    if (direct) {
-      a.buf = static_cast<float*>(o.data);
-      if (i.data != o.data) a.in = static_cast<const float*>(i.data);
-      *request = gw::comm::start_allreduce_compressed(*comm->impl, a);
-      return GW_OK;
-    }
-    // Staged: the input read into f32 host memory now, the result written back into `out` when the
-    // algorithm completes (the staging buffer lives as long as the collective's closure).
-    auto staged = std::make_shared<std::vector<float>>(o.count);
-    gw::staging::read_f32(i, staged->data());
-    a.buf = staged->data();
-    const gw_tensor target = o;
-    *request = gw::comm::start_allreduce_compressed(*comm->impl, a, std::nullopt,
-                                                    [staged, target] { gw::staging::write_f32(staged->data(), target); });
+  gw::require(comm, "comm");
+  gw::require(request, "request (output)");
+  *request = nullptr;
+  const gw_codec_context given = gw::abi::read_or_default(context, "context");
+  gw_codec_context ctx = gw::abi::Struct<gw_codec_context>::defaults();
+  ctx.seed = given.seed;
+  ctx.step = given.step;
+  const gw_tensor i = checked_tensor(in, "in");
+  const gw_tensor o = checked_tensor(out, "out");
+  if (i.count != o.count)
+    gw::fail(GW_ERR_INVALID_ARGUMENT, "in has " + std::to_string(i.count) + " elements, out " +
+                                          std::to_string(o.count) + "; allreduce needs the same count");
+  if (op != GW_REDUCE_SUM && op != GW_REDUCE_AVG)
+    gw::fail(GW_ERR_UNSUPPORTED, std::string("the compressed allreduce sums or averages; op ") +
+                                     gw::comm::op_name(op) + " needs gw_allreduce");
+  gw::coll::CompressedArgs a;
+  a.codec = codec;
+  a.ef = ef;
+  a.ctx = ctx;
+  a.count = o.count;
+  a.op = op;
+  const bool direct = i.memory == GW_MEMORY_HOST && o.memory == GW_MEMORY_HOST && i.dtype == GW_DTYPE_F32 &&
+                      o.dtype == GW_DTYPE_F32;
+  if (direct) {
+    a.buf = static_cast<float*>(o.data);
+    if (i.data != o.data) a.in = static_cast<const float*>(i.data);
+    *request = gw::comm::start_allreduce_compressed(*comm->impl, a);
     return GW_OK;
-  });
+  }
+  // Staged: the input read into f32 host memory now, the result written back into `out` when the
+  // algorithm completes (the staging buffer lives as long as the collective's closure).
+  auto staged = std::make_shared<std::vector<float>>(o.count);
+  gw::staging::read_f32(i, staged->data());
+  a.buf = staged->data();
+  const gw_tensor target = o;
+  *request = gw::comm::start_allreduce_compressed(*comm->impl, a, std::nullopt,
+                                                  [staged, target] { gw::staging::write_f32(staged->data(), target); });
+  return GW_OK;
 }
 
 }  // namespace

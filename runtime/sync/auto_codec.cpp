@@ -101,8 +101,8 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   }
 
   // The numbers every rank contributes; maxed over the ranks below.
-  // [0] gamma, [1] alpha, [2] beta, [3] t_small (from a file: the link's cpu per byte), [4] t_large, then
-  // per codec: ratio, encode, decode.
+  // [0] gamma, [1] alpha, [2] beta, [3] t_small, [4] t_large, [5] the link's cpu per byte (from a file;
+  // 0 when measured: the ring's times include it), then per codec: ratio, encode, decode.
   gm::Model file;
   const bool from_file = !model_path.empty();
   if (from_file) {
@@ -114,20 +114,21 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     }
   }
   const uint64_t chunk = comm.settings().pipeline_chunk_bytes;
-  std::vector<double> v(5 + 3 * codecs.size(), 0.0);
+  constexpr size_t kCodec0 = 6;
+  std::vector<double> v(kCodec0 + 3 * codecs.size(), 0.0);
   // Start together, so ranks that share cores are timed sharing them.
   run_collective(comm, v.data(), 1, GW_DTYPE_F64, GW_REDUCE_MAX);
   v[0] = from_file ? file.machine.gamma : gm::measure_gamma(4 << 20, 2);
   for (size_t i = 0; i < codecs.size(); ++i) {
     const gm::CodecCost* known = from_file ? file.codec(codecs[i]->name()) : nullptr;
     const gm::CodecCost c = known ? *known : probe(*codecs[i], chunk);
-    v[5 + 3 * i] = c.ratio, v[6 + 3 * i] = c.encode, v[7 + 3 * i] = c.decode;
+    v[kCodec0 + 3 * i] = c.ratio, v[kCodec0 + 1 + 3 * i] = c.encode, v[kCodec0 + 2 + 3 * i] = c.decode;
   }
   constexpr double kSmall = 256 << 10, kMedium = 1 << 20, kLarge = 16 << 20;
   double large = kMedium;
   if (from_file) {
     const gm::Link l = file.link(file.inter);
-    v[1] = l.alpha, v[2] = l.beta, v[3] = l.cpu;
+    v[1] = l.alpha, v[2] = l.beta, v[5] = l.cpu;
   } else {
     v[3] = time_allreduce(comm, uint64_t(kSmall), 3);
     v[4] = time_allreduce(comm, uint64_t(kMedium), 3);
@@ -148,7 +149,7 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   t.nodes = n;
   t.per_node = 1;  // every rank behind its own link: the pessimistic flat case
   t.gamma = v[0];
-  gm::Link link{v[1], v[2], from_file ? v[3] : 0.0};
+  gm::Link link{v[1], v[2], v[5]};
   std::string link_source;
   if (from_file) {
     // File numbers are of one process alone: ranks sharing this host's cores take turns.
@@ -172,7 +173,7 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     gm::CodecCost c;
     c.name = codecs[i]->name();
     c.kind = gm::kind_of(c.name, flags & GW_CODEC_SPARSE, flags & GW_CODEC_SUMMABLE, flags & GW_CODEC_SHARED_INDICES);
-    c.ratio = v[5 + 3 * i], c.encode = v[6 + 3 * i], c.decode = v[7 + 3 * i];
+    c.ratio = v[kCodec0 + 3 * i], c.encode = v[kCodec0 + 1 + 3 * i], c.decode = v[kCodec0 + 2 + 3 * i];
     m.codecs.push_back(c);
   }
   gm::Settings st;
