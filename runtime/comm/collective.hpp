@@ -78,6 +78,7 @@ namespace tags {
 constexpr uint64_t kUser = uint64_t{1} << 39;     // application point-to-point, low 32 bits the tag
 constexpr uint64_t kControl = uint64_t{1} << 38;  // failure notices between ranks
 constexpr uint64_t kPayload = uint64_t{1} << 37;  // the payload of a large collective message
+constexpr uint64_t kBootstrap = kUser | kControl;  // creation only: the intra-node transport's addresses
 constexpr unsigned kStepBits = 16;
 constexpr unsigned kSeqBits = 21;
 inline uint64_t collective(uint32_t seq, uint32_t step) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "bootstrap/launch_env.hpp"
@@ -11,6 +12,7 @@
 #include "bootstrap/rendezvous.hpp"
 #include "comm/identity.hpp"
 #include "comm/native.hpp"
+#include "comm/routed_p2p.hpp"
 #include "comm/transport_p2p.hpp"
 #include "core/error.hpp"
 
@@ -49,6 +51,91 @@ uint32_t usable_cpus() {
 uint64_t spin_us(int64_t configured, uint32_t ranks_here, uint32_t cpus) {
   if (configured >= 0) return uint64_t(configured);
   return ranks_here <= cpus ? 1000 : 50;
+}
+
+// Sends `blob` to every other rank of `group` (world ranks) over `t` and returns theirs, in group order
+// (this rank's own is `blob`). Two messages per pair: the size, then the bytes.
+std::vector<std::string> exchange_in_group(TransportP2P& t, const std::vector<uint32_t>& group, const std::string& blob,
+                                           double timeout_s, const std::string& timeout_source) {
+  const uint32_t me = t.rank();
+  std::vector<std::string> blobs(group.size());
+  std::vector<uint64_t> sizes(group.size(), 0);
+  const uint64_t my_size = blob.size();
+  struct Pending {
+    PointToPoint::Op* op;
+    size_t index;
+    bool size_message;
+  };
+  std::vector<Pending> pending;
+  auto release = [&] {
+    for (auto& p : pending) t.free(p.op);
+  };
+  try {
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (group[i] == me) {
+        blobs[i] = blob;
+        continue;
+      }
+      pending.push_back({t.send(group[i], tags::kBootstrap, &my_size, sizeof my_size), i, false});
+      pending.push_back({t.send(group[i], tags::kBootstrap | 1, blob.data(), blob.size()), i, false});
+      pending.push_back({t.recv(group[i], tags::kBootstrap, &sizes[i], sizeof sizes[i]), i, true});
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (!pending.empty()) {
+      t.progress();
+      for (size_t k = 0; k < pending.size();) {
+        uint64_t bytes = 0;
+        if (!t.test(pending[k].op, &bytes)) {
+          ++k;
+          continue;
+        }
+        const Pending done = pending[k];
+        t.free(done.op);
+        pending.erase(pending.begin() + ptrdiff_t(k));
+        if (done.size_message) {  // the size arrived: receive the blob itself
+          const size_t i = done.index;
+          if (bytes != sizeof(uint64_t) || sizes[i] > (uint64_t{1} << 30))
+            fail(GW_ERR_CORRUPT, "communicator creation: rank " + std::to_string(group[i]) +
+                                     " sent a malformed intra-node transport address");
+          blobs[i].resize(sizes[i]);
+          pending.push_back({t.recv(group[i], tags::kBootstrap | 1, blobs[i].data(), blobs[i].size()), i, false});
+        }
+      }
+      if (!pending.empty() && std::chrono::steady_clock::now() > deadline)
+        fail(GW_ERR_TIMEOUT, "communicator creation: the ranks of this node did not exchange their intra-node "
+                             "transport addresses within " + std::to_string(timeout_s) + " s (" + timeout_source + ")");
+      if (!pending.empty()) std::this_thread::yield();
+    }
+  } catch (...) {
+    release();
+    throw;
+  }
+  return blobs;
+}
+
+// [transport] intra: a second transport for the ranks of this rank's node, created over the node's ranks
+// (its rank = the local index) once the topology is known, its addresses exchanged over `inter`. Null
+// when intra is "auto" or names inter's transport (one transport then carries everything, as UCX picks
+// shared memory inside a host by itself) or when this node holds one rank.
+std::unique_ptr<TransportP2P> connect_intra(const Runtime& runtime, TransportP2P& inter, const Topology& topology,
+                                            const gw_transport_init& world_init, const CommSettings& settings) {
+  const std::string name = runtime.config().get_string("transport", "intra");
+  if (name == "auto" || name == inter.name()) return nullptr;
+  const std::vector<uint32_t>& group = topology.local_group(inter.rank());
+  if (group.size() <= 1) return nullptr;
+  gw_transport_init init = world_init;
+  init.rank = topology.local_index(inter.rank());
+  init.world_size = uint32_t(group.size());
+  init.local_rank = init.rank;
+  const ComponentRef ref = runtime.registry().find(GW_COMPONENT_TRANSPORT, name);
+  if (const uint32_t kinds = ref.vtable<gw_transport_vtable>()->memory_kinds; (kinds & (1u << GW_MEMORY_HOST)) == 0)
+    fail(GW_ERR_CONFIG, "[transport] intra = \"" + name + "\" carries " + memory_kinds_text(kinds) +
+                            " memory only, but the node's share of every collective runs in host memory: name a "
+                            "host transport there (ucx_shm) and [transport] device = \"" + name + "\" for device tensors");
+  auto intra = std::make_unique<TransportP2P>(ref, runtime.config(), init);
+  const auto blobs = exchange_in_group(inter, group, intra->local_address(), settings.timeout_s, settings.timeout_source);
+  intra->connect(blobs, settings.timeout_s, settings.timeout_source);
+  return intra;
 }
 
 }  // namespace
@@ -122,10 +209,19 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
     device->connect(device_addresses, settings.timeout_s, settings.timeout_source);
     runtime.logger().info("comm", "device tensors: native collectives over " + device->name());
   }
+  Topology topology = topology_from_keys(node_keys, node.source);
+  std::unique_ptr<PointToPoint> p2p;
+  std::string over = transport->name();
+  if (auto intra = connect_intra(runtime, *transport, topology, init, settings)) {
+    over = intra->name() + " inside the node, " + transport->name() + " between nodes";
+    p2p = std::make_unique<RoutedP2P>(std::move(transport), std::move(intra), topology.local_group(launch.rank));
+  } else {
+    p2p = std::move(transport);
+  }
   runtime.logger().info("comm", "rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.world_size) +
-                                    " (from " + launch.source + ") connected over " + transport->name());
-  auto comm = std::make_unique<Communicator>(std::move(transport), settings);
-  comm->set_topology(topology_from_keys(node_keys, node.source));
+                                    " (from " + launch.source + ") connected over " + over);
+  auto comm = std::make_unique<Communicator>(std::move(p2p), settings);
+  comm->set_topology(std::move(topology));
   if (device) comm->set_device_transport(std::move(device));
   runtime.logger().info("comm", "nodes (from " + node.source + "): " + comm->topology().describe());
   // A closing barrier: no rank leaves creation (and may exit) while another is still connecting to it.

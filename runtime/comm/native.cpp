@@ -2,6 +2,7 @@
 
 #include <gradwire/gradwire.h>
 
+#include "comm/routed_p2p.hpp"
 #include "comm/transport_p2p.hpp"
 #include "core/error.hpp"
 #include "loader/host.hpp"
@@ -54,6 +55,18 @@ Task run_native(Collective& c, TransportP2P& t, NativeCall call, bool own) {
   co_await c.all();
 }
 
+// The transport that spans every rank (inter), and whether the communicator's point-to-point interface
+// is that transport itself (else its requests are tested through it, not through the routing).
+TransportP2P* world_transport(PointToPoint& p2p, bool* own) {
+  *own = true;
+  if (auto* t = dynamic_cast<TransportP2P*>(&p2p)) return t;
+  if (auto* routed = dynamic_cast<RoutedP2P*>(&p2p)) {
+    *own = false;
+    return &routed->inter();
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::string memory_kinds_text(uint32_t kinds) {
@@ -69,7 +82,10 @@ gw_request* start_native(Communicator& comm, const NativeCall& call) {
   // Device tensors go to the device transport ([transport] device) when there is one.
   auto* device = dynamic_cast<TransportP2P*>(comm.device_transport());
   const bool use_device = memory != GW_MEMORY_HOST && device != nullptr;
-  auto* t = use_device ? device : dynamic_cast<TransportP2P*>(&comm.p2p());
+  bool own = false;
+  TransportP2P* world = world_transport(comm.p2p(), &own);
+  auto* t = use_device ? device : world;
+  own = own && !use_device;
   if (call.in != nullptr && call.in->memory != memory)
     fail(GW_ERR_INVALID_ARGUMENT, std::string("in is ") + memory_name(call.in->memory) + " memory but out is " +
                                       memory_name(memory) + " memory; a collective takes both in the same kind");
@@ -92,11 +108,12 @@ gw_request* start_native(Communicator& comm, const NativeCall& call) {
   s.count = call.in != nullptr && call.kind != CollectiveKind::ReduceScatter ? call.in->count : data.count;
   s.root = call.root;
   const NativeCall copy = call;
-  return comm.start_collective(s, [t, copy, use_device](Collective& c) { return run_native(c, *t, copy, !use_device); });
+  return comm.start_collective(s, [t, copy, own](Collective& c) { return run_native(c, *t, copy, own); });
 }
 
 void require_p2p_memory(Communicator& comm, const gw_tensor& t, const char* what) {
-  auto* tp = dynamic_cast<TransportP2P*>(&comm.p2p());
+  bool own = false;
+  TransportP2P* tp = world_transport(comm.p2p(), &own);
   const uint32_t kinds = tp ? tp->vtable().memory_kinds : (1u << GW_MEMORY_HOST);
   if (t.memory != GW_MEMORY_HOST)
     fail(GW_ERR_UNSUPPORTED, std::string(what) + " is " + memory_name(t.memory) +

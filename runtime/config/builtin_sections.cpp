@@ -35,7 +35,9 @@ Schema Schema::builtin() {
             "Transport between nodes: a transport plugin's name, or auto (the best one loaded).", 1,
             kUnbounded, {}},
            {"intra", ValueType::String, "\"auto\"",
-            "Transport between the ranks of one node: a transport plugin's name, or auto.", 1,
+            "Transport between the ranks of one node (ucx_shm: UCX over shared memory); auto, or the "
+            "name of inter's transport: inter carries everything (UCX takes shared memory inside a host "
+            "by itself).", 1,
             kUnbounded, {}},
            {"device", ValueType::String, "\"none\"",
             "Transport for CUDA device tensors (nccl): the collectives it offers natively run on device "

@@ -17,8 +17,8 @@ int count_of(const std::string& text, const std::string& what) {
 }
 
 gwtest::CommandResult run_ranks(int n, int per_node, const std::string& mode, const std::string& codec,
-                                const std::string& out) {
-  return gwtest::run_command(std::string("env UCX_TLS=tcp ") + GW_CLI + " run -n " + std::to_string(n) +
+                                const std::string& out, const std::string& env = "") {
+  return gwtest::run_command(std::string("env UCX_TLS=tcp ") + env + " " + GW_CLI + " run -n " + std::to_string(n) +
                              " --ranks-per-node " + std::to_string(per_node) + " -- " + TWO_LEVEL_RANK + " " + mode +
                              " " + codec + " " + out);
 }
@@ -27,11 +27,13 @@ struct Error {
   double rms = -1, max = -1;
 };
 
-// Runs all ranks, expects every one to pass, returns rank 0's error figures.
-Error run_ok(int n, int per_node, const std::string& mode, const std::string& codec) {
+// Runs all ranks, expects every one to pass, returns rank 0's error figures (and the output in *output).
+Error run_ok(int n, int per_node, const std::string& mode, const std::string& codec, const std::string& env = "",
+             std::string* output = nullptr) {
   gwtest::TempDir dir;
   const std::string out = (dir.path / "error.txt").string();
-  const auto r = run_ranks(n, per_node, mode, codec, out);
+  const auto r = run_ranks(n, per_node, mode, codec, out, env);
+  if (output) *output = r.output;
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(count_of(r.output, "OK rank"), n) << r.output;
   EXPECT_EQ(count_of(r.output, "FAIL"), 0) << r.output;
@@ -78,4 +80,28 @@ TEST(TwoLevel, UnevenNodesAreRefusedWhenForcedOnEveryRank) {
 
 TEST(TwoLevel, UnevenNodesFallBackToFlatUnderAuto) { run_ok(3, 2, "auto", "int8"); }
 
+// [transport] intra: the ranks of a node talk over UCX shared memory, the nodes over UCX TCP. The
+// results are the same bits as with one transport for everything (the algorithm does not change, only
+// what carries its messages), on even nodes and on a node of one rank beside a node of two.
+TEST(TwoLevel, IntraNodeTransportCarriesTheNodeWithTheSameResults) {
+  const std::string intra = "GRADWIRE_TRANSPORT_INTRA=ucx_shm GRADWIRE_RUNTIME_LOG_LEVEL=info";
+  for (const auto& [n, mode] : {std::pair{4, "on"}, std::pair{3, "auto"}}) {
+    std::string output;
+    const Error one = run_ok(n, 2, mode, "int8");
+    const Error routed = run_ok(n, 2, mode, "int8", intra, &output);
+    EXPECT_EQ(routed.rms, one.rms) << n << " ranks";
+    EXPECT_EQ(routed.max, one.max) << n << " ranks";
+    // Every rank of a two-rank node routes; the lone rank of the last node (3 ranks) has no node peer.
+    EXPECT_EQ(count_of(output, "connected over ucx_shm inside the node, ucx between nodes"), n == 4 ? 4 : 2) << output;
+  }
+}
+
+TEST(TwoLevel, IntraNodeTransportForDeviceMemoryOnlyIsRefused) {
+  gwtest::TempDir dir;
+  const auto r = run_ranks(4, 2, "on", "int8", (dir.path / "e.txt").string(), "GRADWIRE_TRANSPORT_INTRA=nccl");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[transport] intra = \"nccl\" carries cuda memory only"), std::string::npos) << r.output;
+}
+
 }  // namespace
+

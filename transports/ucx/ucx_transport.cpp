@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -56,6 +57,16 @@ const gw_config_key kConfigKeys[] = {
      "Seconds destroy waits for endpoints to flush and close before closing them by force.", 0.0,
      3600.0, nullptr},
 };
+
+// The same keys for ucx_shm, the component meant for [transport] intra, whose tls defaults to shared memory.
+const std::array<gw_config_key, sizeof(kConfigKeys) / sizeof(kConfigKeys[0])> kShmConfigKeys = [] {
+  std::array<gw_config_key, sizeof(kConfigKeys) / sizeof(kConfigKeys[0])> keys{};
+  std::copy(std::begin(kConfigKeys), std::end(kConfigKeys), keys.begin());
+  keys[0].default_value = "\"sm,self\"";
+  keys[0].help = "UCX transports between the ranks of one host, in UCX_TLS syntax (\"sm,self\", \"posix,cma\"); "
+                 "empty: the UCX_TLS environment variable, else UCX's own choice.";
+  return keys;
+}();
 
 uint32_t dtype_size(gw_dtype dtype) {
   switch (dtype) {
@@ -701,6 +712,9 @@ const gw_component kComponents[] = {
     {sizeof(gw_component), GW_COMPONENT_TRANSPORT, "ucx",
      "Tagged point-to-point over UCX (shared memory, TCP, RDMA).", kConfigKeys,
      sizeof(kConfigKeys) / sizeof(kConfigKeys[0]), &kVtable},
+    {sizeof(gw_component), GW_COMPONENT_TRANSPORT, "ucx_shm",
+     "UCX over shared memory only, for the ranks of one host ([transport] intra = \"ucx_shm\").", kShmConfigKeys.data(),
+     uint32_t(kShmConfigKeys.size()), &kVtable},
 };
 
 const gw_plugin_descriptor kDescriptor = {
@@ -713,7 +727,7 @@ const gw_plugin_descriptor kDescriptor = {
     nullptr,
     nullptr,
     kComponents,
-    1,
+    sizeof(kComponents) / sizeof(kComponents[0]),
     nullptr,
 };
 

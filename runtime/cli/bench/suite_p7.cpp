@@ -87,7 +87,11 @@ json run_ours(const Options& o, int ranks, const std::string& rate, const std::s
   if (o.quick) argv.push_back("--quick");
   if (!o.config.empty()) argv.insert(argv.end(), {"--config", o.config});
   fs::remove(out);
-  const int status = run_captured(argv, {{"GW_BENCH_P7_OUT", out.string()}, {"GRADWIRE_COLLECTIVES_TWO_LEVEL", mode}}, nullptr);
+  Env env{{"GW_BENCH_P7_OUT", out.string()}, {"GRADWIRE_COLLECTIVES_TWO_LEVEL", mode}};
+  // A node's ranks talk over shared memory, as on a real node (UCX would also take it between the
+  // emulated nodes, which share one host, if the inter transport were not held to TCP).
+  if (std::getenv("GRADWIRE_TRANSPORT_INTRA") == nullptr) env.push_back({"GRADWIRE_TRANSPORT_INTRA", "ucx_shm"});
+  const int status = run_captured(argv, env, nullptr);
   std::ifstream in(out);
   if (status != 0 || !in)
     throw std::runtime_error("P7: the gradwire ranks (two_level " + mode + ") failed (status " + std::to_string(status) +
@@ -98,7 +102,7 @@ json run_ours(const Options& o, int ranks, const std::string& rate, const std::s
 json run_mpi(const Options& o, int ranks, const std::string& rate) {
   std::optional<Cluster> cluster = Cluster::up(ranks, rate, "bench P7 (MPI peer)", kPerNode);
   std::vector<std::string> argv = mpirun_argv();
-  argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});
+  argv.insert(argv.end(), {"--mca", "btl", "vader,tcp,self"});  // shared memory inside a node, as ours
   Env env;
   if (cluster) {
     std::string hosts;
