@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Validation of the cost model (docs/cost-model.md): calibrates it on this machine, runs bench P5 with
-# its predictions at each link rate and rank count, and prints a Markdown table of predicted against
-# measured time with the median and worst absolute error. Needs root (network namespaces) and a build.
-#   RATES="100mbit 1gbit 10gbit" RANKS="2 4" BYTES=25000000 REPS=3 scripts/validate-cost-model.sh [OUT_DIR]
+# its predictions at each link rate and rank count, P7 (two-level, nodes of 2 ranks) at each rate and P4
+# (every rank on this host) once, and prints Markdown tables of predicted against measured time with
+# the median and worst absolute error. Needs root (network namespaces) and a build.
+#   RATES="100mbit 1gbit 10gbit" RANKS="2 4" BYTES=25000000 REPS=3 SUITES="P5 P7 P4" \
+#     scripts/validate-cost-model.sh [OUT_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gw=${GW:-$root/build/bin/gradwire}
@@ -11,40 +13,91 @@ rates=${RATES:-100mbit 1gbit 10gbit}
 ranks=${RANKS:-2 4}
 bytes=${BYTES:-25000000}
 reps=${REPS:-3}
+suites=${SUITES:-P5 P7 P4}
 mkdir -p "$out"
 [ -f "$out/model.toml" ] || "$gw" calibrate -o "$out/model.toml" | tee "$out/calibrate.txt"
-for n in $ranks; do
-  for rate in $rates; do
-    f="$out/p5-$n-$rate.jsonl"
-    [ -s "$f" ] && continue
-    echo "P5: $n ranks at $rate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    "$gw" bench --suite P5 --link "$rate" --ranks "$n" --bytes "$bytes" --repetitions "$reps" \
-      --model "$out/model.toml" --json > "$f.tmp" && mv "$f.tmp" "$f"
+wants() { [[ " $suites " == *" $1 "* ]]; }
+if wants P5; then
+  for n in $ranks; do
+    for rate in $rates; do
+      f="$out/p5-$n-$rate.jsonl"
+      [ -s "$f" ] && continue
+      echo "P5: $n ranks at $rate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+      "$gw" bench --suite P5 --link "$rate" --ranks "$n" --bytes "$bytes" --repetitions "$reps" \
+        --model "$out/model.toml" --json > "$f.tmp" && mv "$f.tmp" "$f"
+    done
   done
-done
+fi
+if wants P7; then
+  for rate in $rates; do
+    f="$out/p7-$rate.jsonl"
+    [ -s "$f" ] && continue
+    echo "P7: 2x2 and 4x2 at $rate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+    "$gw" bench --suite P7 --link "$rate" --repetitions "$reps" --model "$out/model.toml" --json > "$f.tmp" &&
+      mv "$f.tmp" "$f"
+  done
+fi
+if wants P4; then
+  f="$out/p4.jsonl"
+  if [ ! -s "$f" ]; then
+    echo "P4: 2 and 4 ranks on this host (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+    "$gw" bench --suite P4 --repetitions "$reps" --model "$out/model.toml" --json > "$f.tmp" && mv "$f.tmp" "$f"
+  fi
+fi
 python3 - "$out" <<'PY'
 import glob, json, statistics, sys
-rows = []
-for f in sorted(glob.glob(sys.argv[1] + "/p5-*.jsonl")):
-    for line in open(f):
-        j = json.loads(line)
-        if "predicted_ms" in j:
-            rows.append(j)
-print("| link | ranks | codec | measured ms | predicted ms | error | link σ ns/B | gloo ms | MPI ms | ratio (best peer) | of_ideal |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+d = sys.argv[1]
 order = {"100mbit": 0, "1gbit": 1, "10gbit": 2}
-rows.sort(key=lambda j: (order.get(j["link"], 9), j["ranks"]))
-for j in rows:
-    print(f"| {j['link']} | {j['ranks']} | {j['case'].split()[0]} | {j['ours']:.1f} | {j['predicted_ms']:.1f} | "
-          f"{100 * j['error']:+.0f} % | {j.get('link_cpu_ns_per_byte', 0):.2f} | "
-          f"{j.get('gloo_ms', float('nan')):.1f} | {j['mpi_ms']:.1f} | "
-          f"{j['ratio']:.2f} ({j['peer_name']}) | {j.get('of_ideal', 0):.2f} |")
-errs = [abs(j["error"]) for j in rows]
-if errs:
-    print(f"\n{len(errs)} points: median |error| {100 * statistics.median(errs):.0f} %, worst {100 * max(errs):.0f} %")
-    print("\n| links | points | median \\|error\\| | worst | within 10 % | within 25 % |\n|---|---|---|---|---|---|")
-    for link in sorted({j["link"] for j in rows}, key=lambda l: order.get(l, 9)):
-        e = [abs(j["error"]) for j in rows if j["link"] == link]
-        print(f"| {link} | {len(e)} | {100 * statistics.median(e):.0f} % | {100 * max(e):.0f} % | "
-              f"{sum(x <= 0.1 for x in e)} | {sum(x <= 0.25 for x in e)} |")
+
+def load(pattern):
+    rows = []
+    for f in sorted(glob.glob(d + "/" + pattern)):
+        for line in open(f):
+            j = json.loads(line)
+            if "predicted_ms" in j:
+                rows.append(j)
+    return rows
+
+def summary(title, groups):
+    print(f"\n| {title} | points | median \\|error\\| | worst | within 10 % | within 25 % |\n|---|---|---|---|---|---|")
+    for name, rows in groups:
+        e = [abs(j["error"]) for j in rows]
+        if e:
+            print(f"| {name} | {len(e)} | {100 * statistics.median(e):.0f} % | {100 * max(e):.0f} % | "
+                  f"{sum(x <= 0.1 for x in e)} | {sum(x <= 0.25 for x in e)} |")
+
+p5 = load("p5-*.jsonl")
+p5.sort(key=lambda j: (order.get(j["link"], 9), j["ranks"]))
+if p5:
+    print("### P5: one rank per link\n")
+    print("| link | ranks | codec | measured ms | predicted ms | error | link σ ns/B | gloo ms | MPI ms | ratio (best peer) | of_ideal |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for j in p5:
+        print(f"| {j['link']} | {j['ranks']} | {j['case'].split()[0]} | {j['ours']:.1f} | {j['predicted_ms']:.1f} | "
+              f"{100 * j['error']:+.0f} % | {j.get('link_cpu_ns_per_byte', 0):.2f} | "
+              f"{j.get('gloo_ms', float('nan')):.1f} | {j['mpi_ms']:.1f} | "
+              f"{j['ratio']:.2f} ({j['peer_name']}) | {j.get('of_ideal', 0):.2f} |")
+    summary("P5 links", [(l, [j for j in p5 if j["link"] == l]) for l in sorted({j["link"] for j in p5}, key=lambda l: order.get(l, 9))])
+
+p7 = load("p7-*.jsonl")
+p7.sort(key=lambda j: (order.get(j["link"], 9), j["case"].split()[-2], j["case"]))
+if p7:
+    print("\n### P7: nodes of 2 ranks, 100 MB\n")
+    print("| link | nodes | case | measured ms | predicted ms | error | uplink MB/s | link σ ns/B |")
+    print("|---|---|---|---|---|---|---|---|")
+    for j in p7:
+        words = j["case"].split()
+        print(f"| {j['link']} | {words[-2]} | {' '.join(words[:-2])} | {j['ours']:.1f} | {j['predicted_ms']:.1f} | "
+              f"{100 * j['error']:+.0f} % | {j['link_bytes_per_s'] / 1e6:.0f} | {j['link_cpu_ns_per_byte']:.2f} |")
+    summary("P7 links", [(l, [j for j in p7 if j["link"] == l]) for l in sorted({j["link"] for j in p7}, key=lambda l: order.get(l, 9))])
+
+p4 = load("p4.jsonl")
+if p4:
+    print("\n### P4: every rank on this host (shared memory), uncompressed\n")
+    print("| case | measured ms | predicted ms | error |\n|---|---|---|---|")
+    for j in p4:
+        print(f"| {j['case']} | {j['ours']:.3f} | {j['predicted_ms']:.3f} | {100 * j['error']:+.0f} % |")
+    summary("P4", [("all sizes", p4), ("1 MiB and up", [j for j in p4 if "target" in j])])
+
+summary("all suites", [("P5", p5), ("P7", p7), ("P4", p4), ("all", p5 + p7 + p4)])
 PY

@@ -88,7 +88,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--ranks", args->options.ranks, "P5: ranks (default 4)")->check(CLI::Range(2, 64));
   cmd->add_option("--bytes", args->options.bytes, "P5: f32 bytes reduced (default 100 MB)")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 34));
-  cmd->add_option("--model", args->options.model, "P4, P5: a cost model (gradwire calibrate) whose predictions to add");
+  cmd->add_option("--model", args->options.model, "P4, P5, P7: a cost model (gradwire calibrate) whose predictions to add");
   cmd->callback([&exit_code, args] { exit_code = run(*args); });
 }
 

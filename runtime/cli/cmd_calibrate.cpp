@@ -245,7 +245,11 @@ int run(const CalibrateArgs& args) {
       try {
         gw::model::Link l = measure_link(tls, args.config);
         std::string cpu_note;
-        if (std::string(tls) == "tcp") {
+        if (std::string(tls) == "shm") {
+          // Shared memory moves bytes with the ranks' own copies: a byte costs a core the time it spends
+          // on the link. Ranks that share cores then share it (the model stretches it by their number).
+          l.cpu = l.beta;
+        } else if (std::string(tls) == "tcp") {
           // The kernel's work per byte, from a plain TCP transfer whose ends block (UCX's ranks poll,
           // so their busy time says nothing about the bytes).
           l.cpu = bench::measure_loopback_tcp(256 << 20).cpu_s_per_byte;

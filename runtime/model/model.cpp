@@ -290,7 +290,12 @@ Cost exchange(const CodecCost& k, double M, const Topology& t, Algorithm a, cons
     c.transport += x.transport;
     c.encode = x.encode;
     c.bytes_sent += x.bytes_sent;
-    c.total = c.latency + intra_paced + intra_cpu + x.total - x.latency;
+    // The node's exact reduce-scatter and allgather, the cross groups' codec work and their exchange run
+    // as one pipeline over pieces (collectives/allreduce_two_level_pipelined.cpp): the node's traffic is
+    // work of the node's cores (a node-local link such as shared memory moves bytes with their copies),
+    // beside the inter-node wire.
+    const double cpu_stage = intra_paced + intra_cpu + x.cpu + x.transport;
+    c.total = c.latency + pipelined(x.wire, cpu_stage, pieces_of(M / g, st));
     return c;
   }
   const Algorithm resolved = a == Algorithm::Auto || a == Algorithm::TwoLevel ? own_algorithm(k, M, n, st) : a;

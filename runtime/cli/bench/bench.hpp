@@ -19,7 +19,7 @@ struct Options {
   std::string transport;  // [transport] inter for every rank, or empty: the configuration's
   int ranks = 0;          // P5: ranks (0: the suite's default)
   uint64_t bytes = 0;     // P5: f32 bytes reduced (0: the suite's default)
-  std::string model;      // P4, P5: a cost model file (gradwire calibrate): add its predictions
+  std::string model;      // P4, P5, P7: a cost model file (gradwire calibrate): add its predictions
 };
 
 struct Result {

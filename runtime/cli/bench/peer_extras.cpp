@@ -122,9 +122,10 @@ void timed_send(int data, uint64_t bytes) {
 
 }  // namespace
 
-TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes) {
+TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes, uint32_t sender) {
   const uint32_t rank = gw_comm_rank(comm), size = gw_comm_size(comm);
   if (size < 2) return {};
+  if (sender == 0 || sender >= size) sender = 1;
   if (bytes == 0) {
     const std::string rate = env_or("GW_LINK_RATE", "");
     const double bps = rate.empty() ? 1e9 : gw::model::parse_rate(rate);
@@ -134,7 +135,7 @@ TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes) {
   Fd listener;
   if (rank == 0) listener.fd = listen_on(INADDR_ANY, port, int(size));
   check_bench(gw_barrier(comm), "link probe: barrier");
-  // Rank 1 sends to rank 0; the other ranks wait on a socket of rank 0's (asleep, not polling the
+  // `sender` sends to rank 0; the other ranks wait on a socket of rank 0's (asleep, not polling the
   // communicator), so the machine's busy time during the transfer is the transfer's alone.
   TcpProbe probe;
   if (rank == 0) {
@@ -146,14 +147,14 @@ TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes) {
       Fd& slot = get_byte(conn.fd) == 'd' ? data : parked.at(p++);
       std::swap(slot.fd, conn.fd);
     }
-    if (data.fd < 0) throw std::runtime_error("link probe: rank 1 did not connect");
+    if (data.fd < 0) throw std::runtime_error("link probe: rank " + std::to_string(sender) + " did not connect");
     probe = timed_receive(data.fd, bytes);
     put_byte(data.fd, 'a');
     for (Fd& f : parked) put_byte(f.fd, 'r');
   } else {
     Fd s{connect_to(env_or("GW_ROOT_ADDR", "127.0.0.1"), port)};
-    put_byte(s.fd, rank == 1 ? 'd' : 'p');
-    if (rank == 1) timed_send(s.fd, bytes);
+    put_byte(s.fd, rank == sender ? 'd' : 'p');
+    if (rank == sender) timed_send(s.fd, bytes);
     else get_byte(s.fd);
   }
   probe.bytes_per_s = slowest_rank(comm, probe.bytes_per_s);  // rank 0's figures on every rank
@@ -272,4 +273,22 @@ gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string&
   return gw::model::exchange(c, bytes, t);
 }
 
+std::optional<gw::model::Cost> node_allreduce_cost(const gw::model::Model& model, const std::string& codec,
+                                                   double bytes, int nodes, int per_node, double bytes_per_s,
+                                                   double cpu_s_per_byte, bool two_level) {
+  const gw::model::CodecCost* c = model.codec(codec);
+  if (c == nullptr) return std::nullopt;
+  gw::model::Topology t;
+  t.nodes = uint64_t(std::max(1, nodes));
+  t.per_node = uint64_t(std::max(1, per_node));
+  t.cores = std::max(1e-3, model.machine.cores / double(t.nodes));
+  t.gamma = model.machine.gamma;
+  t.intra = model.link(model.links.count("shm") ? "shm" : model.intra);
+  t.inter.beta = bytes_per_s > 0 ? 1 / bytes_per_s : 0;
+  t.inter.cpu = cpu_s_per_byte;
+  if (model.links.count("tcp")) t.inter.alpha = model.links.at("tcp").alpha;
+  return gw::model::exchange(*c, bytes, t, two_level ? gw::model::Algorithm::TwoLevel : gw::model::Algorithm::Auto);
+}
+
 }  // namespace gwcli::bench
+

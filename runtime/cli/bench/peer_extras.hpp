@@ -20,10 +20,11 @@ struct TcpProbe {
   double cpu_s_per_byte = 0;
 };
 
-// Inside a run: rank 1 sends `bytes` to rank 0 over one plain TCP connection (rank 0's GW_ROOT_ADDR,
-// port GW_ROOT_PORT + 2) while the other ranks sleep on a socket; returns rank 0's figures, on every
-// rank. Sized from GW_LINK_RATE (about half a second of transfer) when bytes is 0.
-TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes = 0);
+// Inside a run: rank `sender` (1 unless given: the first rank of another node) sends `bytes` to rank 0
+// over one plain TCP connection (rank 0's GW_ROOT_ADDR, port GW_ROOT_PORT + 2) while the other ranks
+// sleep on a socket; returns rank 0's figures, on every rank. Sized from GW_LINK_RATE (about half a
+// second of transfer) when bytes is 0.
+TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes = 0, uint32_t sender = 1);
 
 // The same between two threads of this process over loopback (gradwire calibrate's tcp link).
 TcpProbe measure_loopback_tcp(uint64_t bytes);
@@ -44,5 +45,13 @@ std::optional<nlohmann::json> run_torch_topk(uint64_t n, uint64_t k, int reps, s
 gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string& codec, gw::model::CodecKind kind,
                                double size_ratio, double bytes, int ranks, double bytes_per_s, double cores,
                                double cpu_s_per_byte = 0);
+
+// The same for nodes of `per_node` ranks behind one link each (P7): the model's "shm" link (else its
+// intra link) inside a node, the measured rate and CPU per byte with the model's TCP alpha between
+// nodes, the machine's cores shared by all nodes; the flat algorithm, or the two-level one. Nullopt when
+// the model has no figures for `codec`.
+std::optional<gw::model::Cost> node_allreduce_cost(const gw::model::Model& model, const std::string& codec,
+                                                   double bytes, int nodes, int per_node, double bytes_per_s,
+                                                   double cpu_s_per_byte, bool two_level);
 
 }  // namespace gwcli::bench

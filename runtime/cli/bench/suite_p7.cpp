@@ -24,8 +24,10 @@
 
 #include "bench/bench.hpp"
 #include "bench/bench_ranks.hpp"
+#include "bench/peer_extras.hpp"
 #include "cluster.hpp"
 #include "commands.hpp"
+#include "model/model.hpp"
 
 #ifndef GW_SOURCE_SCRIPTS_DIR
 #define GW_SOURCE_SCRIPTS_DIR ""
@@ -41,7 +43,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kPerNode = 2;
 constexpr uint64_t kBytes = 100'000'000;
-constexpr double kLineBitsPerSecond = 1e9;
 
 uint64_t element_count(const Options& o) { return (o.quick ? 4'000'000 : kBytes) / 4; }
 
@@ -59,6 +60,11 @@ void run_worker(const Options& o, const std::string& out_path, const std::string
     const uint64_t count = element_count(o);
     std::vector<float> in = gaussian_input(count, 1234 + rank), out(count);
     json r = {{"ranks", gw_comm_size(comm)}, {"count", count}, {"codecs", json::object()}};
+    if (!o.model.empty()) {  // the uplink's rate and CPU per byte for the prediction: node 1 sends to node 0
+      const TcpProbe probe = measure_tcp_link(comm, 0, kPerNode);
+      r["link_bytes_per_s"] = probe.bytes_per_s;
+      r["link_cpu_s_per_byte"] = probe.cpu_s_per_byte;
+    }
     for (const auto& name : codecs_of(mode)) {
       gw_codec* codec = nullptr;
       check_bench(gw_codec_create(rt, name.c_str(), &codec), "P7: gw_codec_create " + name);
@@ -86,6 +92,7 @@ json run_ours(const Options& o, int ranks, const std::string& rate, const std::s
   argv.insert(argv.end(), {self, "bench", "--suite", "P7", "--json", "--repetitions", std::to_string(o.repetitions)});
   if (o.quick) argv.push_back("--quick");
   if (!o.config.empty()) argv.insert(argv.end(), {"--config", o.config});
+  if (!o.model.empty()) argv.insert(argv.end(), {"--model", o.model});
   fs::remove(out);
   Env env{{"GW_BENCH_P7_OUT", out.string()}, {"GRADWIRE_COLLECTIVES_TWO_LEVEL", mode}};
   // A node's ranks talk over shared memory, as on a real node (UCX would also take it between the
@@ -171,6 +178,15 @@ void run_p7_inner(const Options& options, const Emit& emit) {
   Cluster::check_rate(rate, "bench P7");
   const std::string link = geteuid() == 0 ? rate : "loopback";
   const fs::path out = fs::temp_directory_path() / ("gradwire-p7-" + std::to_string(getpid()) + ".json");
+  const double line_bits_per_s = gw::model::parse_rate(rate) * 8;
+  std::optional<gw::model::Model> model;
+  if (!options.model.empty()) {
+    try {
+      model = gw::model::load(options.model);
+    } catch (const std::exception& e) {
+      throw Failure(GW_ERR_CONFIG, std::string("bench P7 --model: ") + e.what());
+    }
+  }
   for (int ranks : {2 * kPerNode, 4 * kPerNode}) {
     const int nodes = ranks / kPerNode;
     const json flat = run_ours(options, ranks, rate, "off", out);
@@ -183,19 +199,37 @@ void run_p7_inner(const Options& options, const Emit& emit) {
       return summarize(j.at("codecs").at(codec).at("seconds").get<std::vector<double>>());
     };
     const Stats flat_int8 = seconds(flat, "int8");
+    // With --model: the prediction at the uplink's rate measured inside the same launch.
+    const auto predict = [&](const json& run, const std::string& codec, const Stats& measured, bool two_level,
+                             json& extra) {
+      if (!model || !run.contains("link_bytes_per_s")) return;
+      const auto p = node_allreduce_cost(*model, codec, 4.0 * double(element_count(options)), nodes, kPerNode,
+                                         run.at("link_bytes_per_s").get<double>(),
+                                         run.at("link_cpu_s_per_byte").get<double>(), two_level);
+      if (!p) return;
+      extra["predicted_ms"] = p->total * 1e3;
+      extra["error"] = measured.median > 0 ? (p->total - measured.median) / measured.median : 0;
+      extra["link_bytes_per_s"] = run.at("link_bytes_per_s");
+      extra["link_cpu_ns_per_byte"] = run.at("link_cpu_s_per_byte").get<double>() * 1e9;
+    };
     // Flat rows against MPI; two-level rows against flat int8 (the 1.5 x target) with the line-rate share.
-    emit_row(emit, "flat none", ranks, link, seconds(flat, "none"), mpi_s, "MPI_Allreduce", json::object());
-    emit_row(emit, "flat int8", ranks, link, flat_int8, mpi_s, "MPI_Allreduce", json::object());
+    for (const char* codec : {"none", "int8"}) {
+      const Stats s = seconds(flat, codec);
+      json extra = json::object();
+      predict(flat, codec, s, false, extra);
+      emit_row(emit, std::string("flat ") + codec, ranks, link, s, mpi_s, "MPI_Allreduce", extra);
+    }
     for (const char* codec : {"none", "int8", "onebit"}) {
       const Stats s = seconds(two, codec);
       const double encoded = two.at("codecs").at(codec).at("encoded_bytes").get<double>();
       const double node_bytes = 2.0 * (nodes - 1) / nodes * encoded;
-      const double line_s = node_bytes * 8 / kLineBitsPerSecond;
+      const double line_s = node_bytes * 8 / line_bits_per_s;
       json extra = {{"inter_node_bytes_per_node", node_bytes},
                     {"line_rate_s", line_s},
                     {"line_rate_share", s.median > 0 ? line_s / s.median : 0},
                     {"vs_mpi", s.median > 0 ? mpi_s.median / s.median : 0}};
       if (std::string(codec) == "int8") extra["target"] = ">= 1.5 vs flat int8, line_rate_share >= 0.8";
+      predict(two, codec, s, true, extra);
       emit_row(emit, std::string("two-level ") + codec, ranks, link, s, flat_int8, "flat int8", extra);
     }
     emit_row(emit, "MPI_Allreduce", ranks, link, mpi_s, mpi_s, "MPI_Allreduce", json::object());
