@@ -104,6 +104,35 @@ TEST(ModelFormulas, TwoLevelPaysTheInterNodeLatencyPerNodeNotPerRank) {
   EXPECT_NEAR(exchange(kNone, 1e8, one, Algorithm::TwoLevel).total, exchange(kNone, 1e8, one).total, 1e-12);
 }
 
+// The node's reduce-scatter and allgather run in the same pipeline as the inter-node exchange: behind a
+// slow uplink they hide under its wire (only a piece's worth shows); on a node with more ranks than cores
+// a shared-memory link, whose bytes are the cores' own copies (cpu = beta), is stretched by their sharing.
+TEST(ModelFormulas, TwoLevelPipelinesTheNodesTrafficWithTheUplink) {
+  Topology t;
+  t.nodes = 2;
+  t.per_node = 2;
+  t.intra = Link{0, 1e-10, 1e-10};
+  t.inter = Link{0, 8e-9};
+  t.gamma = 1e-10;
+  t.cores = 2;  // a core per rank
+  Settings st;
+  const double M = 1e8, pieces = std::ceil(M / 2 / st.chunk_bytes);
+  const Cost two = exchange(kNone, M, t, Algorithm::TwoLevel, st);
+  const double node = 2 * (M / 2) * 1e-10 + (M / 2) * 1e-10;  // the node's copies and its sum
+  const double uplink = (M / 2) * 8e-9 * 2;                    // the 2 shards cross one link at once
+  const double cross_sum = (M / 2) / 2 * 1e-10;                // the cross group's ring reduction
+  EXPECT_NEAR(two.total, uplink + (node + cross_sum) / pieces, 1e-9);
+  // 4 ranks per core: the node's copies and sums take 4 times as long, still under the uplink here...
+  Topology crowded = t;
+  crowded.cores = 0.5;
+  const Cost shared = exchange(kNone, M, crowded, Algorithm::TwoLevel, st);
+  EXPECT_NEAR(shared.total, uplink + 4 * (node + cross_sum) / pieces, 1e-9);
+  // ...and pace the exchange once the uplink is fast.
+  crowded.inter.beta = 1e-11;
+  const Cost fast = exchange(kNone, M, crowded, Algorithm::TwoLevel, st);
+  EXPECT_NEAR(fast.total, 4 * (node + cross_sum) + (M / 2) * 1e-11 * 2 / pieces, 1e-9);
+}
+
 TEST(ModelFormulas, RanksSharingCoresStretchTheCpuTerm) {
   const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-9, 1e-9};
   Topology t = flat(1, 0, 0);

@@ -1,5 +1,5 @@
 // Multi-process tests of the communicator: every case starts `gradwire run -n N -- mp_rank CASE` over
-// UCX shared memory and over TCP, and checks each rank's exit status and what it printed. The ranks
+// UCX shared memory, over TCP, and routed (shared memory inside nodes of 2, TCP between), and checks each rank's exit status and what it printed. The ranks
 // compare their results with a serial reference and with each other (bit-identical) themselves.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -33,10 +33,14 @@ Outcome shell(const std::string& command) {
 }
 
 // `gradwire run -n N [flags] -- mp_rank ARGS` with UCX_TLS=tls and extra environment.
+// tls "routed": nodes of 2 ranks (GW_NODE_ID) whose ranks talk over [transport] intra = "ucx_shm" and
+// reach the other nodes over UCX TCP (docs/two-level.md), every collective through the routing.
 Outcome run(const std::string& tls, int n, const std::string& args, const std::string& env = "",
             const std::string& flags = "") {
-  return shell("env UCX_TLS=" + tls + " MP_TIMEOUT_S=30 " + env + " " + GW_CLI + " run -n " + std::to_string(n) + " " +
-               flags + " -- " + MP_RANK + " " + args);
+  const bool routed = tls == "routed";
+  return shell("env UCX_TLS=" + std::string(routed ? "tcp GRADWIRE_TRANSPORT_INTRA=ucx_shm" : tls) +
+               " MP_TIMEOUT_S=30 " + env + " " + GW_CLI + " run -n " + std::to_string(n) + " " +
+               (routed ? "--ranks-per-node 2 " : "") + flags + " -- " + MP_RANK + " " + args);
 }
 
 int count_of(const std::string& text, const std::string& what) {
@@ -211,7 +215,7 @@ TEST_P(Comm, RankKilledMidCollective) {
     EXPECT_NE(o.output.find("[" + std::to_string(r) + "] EXPECTED-ERROR GW_ERR_"), std::string::npos) << o.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ucx, Comm, ::testing::Values("shm", "tcp"),
+INSTANTIATE_TEST_SUITE_P(Ucx, Comm, ::testing::Values("shm", "tcp", "routed"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 TEST(CommCreate, DifferentConfigIsAnErrorOnEveryRankNamingTheKey) {
