@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/bench_ranks.hpp"
+#include "commands.hpp"
 #include "model/measure.hpp"
 
 #ifndef GW_SOURCE_SCRIPTS_DIR
@@ -251,6 +252,15 @@ std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, 
   } catch (const std::exception& e) {
     *why = e.what();
     return std::nullopt;
+  }
+}
+
+std::optional<gw::model::Model> load_model_option(const std::string& path, const char* suite) {
+  if (path.empty()) return std::nullopt;
+  try {
+    return gw::model::load(path);
+  } catch (const std::exception& e) {
+    throw gwcli::Failure(GW_ERR_CONFIG, std::string("bench ") + suite + " --model: " + e.what());
   }
 }
 

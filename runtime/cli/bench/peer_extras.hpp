@@ -38,6 +38,10 @@ std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, 
 // nullopt with *why set.
 std::optional<nlohmann::json> run_torch_topk(uint64_t n, uint64_t k, int reps, std::string* why);
 
+// `--model PATH` of a suite: nullopt when empty, else the loaded model; a file that cannot be read or
+// parsed is a GW_ERR_CONFIG failure naming the suite and the file's problem.
+std::optional<gw::model::Model> load_model_option(const std::string& path, const char* suite);
+
 // The algorithm gradwire runs for a codec of this kind and size ratio on n ranks (one per link): its
 // bytes sent per rank, and with a model (codec costs, gamma, alpha of its "tcp" link) its predicted time
 // at `bytes_per_s` with the link's `cpu_s_per_byte` (both measured in the same run) and the ranks

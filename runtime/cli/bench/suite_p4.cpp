@@ -21,6 +21,7 @@
 
 #include "bench/bench.hpp"
 #include "bench/bench_ranks.hpp"
+#include "bench/peer_extras.hpp"
 #include "model/model.hpp"
 
 namespace gwcli::bench {
@@ -89,8 +90,7 @@ void run_p4(const Options& o, const Emit& emit) {
   const std::vector<uint64_t> sizes =
       o.quick ? std::vector<uint64_t>{4096, 1u << 20}
               : std::vector<uint64_t>{4096, 65536, 262144, 1u << 20, 4u << 20, 16u << 20, 64u << 20, 256u << 20};
-  std::optional<gw::model::Model> model;
-  if (!o.model.empty()) model = gw::model::load(o.model);
+  const std::optional<gw::model::Model> model = load_model_option(o.model, "P4");
   for (int n : {2, 4}) {
     const json ours = measure_ours(n, sizes, o);
     for (size_t i = 0; i < sizes.size(); ++i) {

@@ -155,14 +155,7 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
       if (!r.empty()) rates.push_back(r);
   }
   for (const auto& r : rates) Cluster::check_rate(r, "bench P5");
-  std::optional<gw::model::Model> model;
-  if (!options.model.empty()) {
-    try {
-      model = gw::model::load(options.model);
-    } catch (const std::exception& e) {
-      throw Failure(GW_ERR_CONFIG, std::string("bench P5 --model: ") + e.what());
-    }
-  }
+  const std::optional<gw::model::Model> model = load_model_option(options.model, "P5");
   const int ranks = ranks_of(options);
   const fs::path out = fs::temp_directory_path() / ("gradwire-p5-" + std::to_string(getpid()) + ".json");
   for (const auto& rate : rates) {

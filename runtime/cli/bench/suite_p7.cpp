@@ -179,14 +179,7 @@ void run_p7_inner(const Options& options, const Emit& emit) {
   const std::string link = geteuid() == 0 ? rate : "loopback";
   const fs::path out = fs::temp_directory_path() / ("gradwire-p7-" + std::to_string(getpid()) + ".json");
   const double line_bits_per_s = gw::model::parse_rate(rate) * 8;
-  std::optional<gw::model::Model> model;
-  if (!options.model.empty()) {
-    try {
-      model = gw::model::load(options.model);
-    } catch (const std::exception& e) {
-      throw Failure(GW_ERR_CONFIG, std::string("bench P7 --model: ") + e.what());
-    }
-  }
+  const std::optional<gw::model::Model> model = load_model_option(options.model, "P7");
   for (int ranks : {2 * kPerNode, 4 * kPerNode}) {
     const int nodes = ranks / kPerNode;
     const json flat = run_ours(options, ranks, rate, "off", out);
