@@ -168,14 +168,24 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     link_source = "measured now";
   }
   t.inter = t.intra = link;
+  // With [codec] error_feedback a lossy codec also pays the residual's passes on every exchange: the
+  // input plus the residual, a local decode of what was sent, and the new residual (runtime/ef): two
+  // elementwise passes and a decode (a sparse codec's decode writes its buffer once: another pass).
+  const bool feedback = cfg.get_bool("codec", "error_feedback");
+  bool charged = false;
   for (size_t i = 0; i < codecs.size(); ++i) {
     const uint32_t flags = codecs[i]->properties().flags;
     gm::CodecCost c;
     c.name = codecs[i]->name();
     c.kind = gm::kind_of(c.name, flags & GW_CODEC_SPARSE, flags & GW_CODEC_SUMMABLE, flags & GW_CODEC_SHARED_INDICES);
     c.ratio = v[kCodec0 + 3 * i], c.encode = v[kCodec0 + 1 + 3 * i], c.decode = v[kCodec0 + 2 + 3 * i];
+    if (feedback && !(flags & GW_CODEC_LOSSLESS)) {
+      c.encode += 2 * v[0] + (c.kind == gm::CodecKind::Sparse ? v[0] : c.decode);
+      charged = true;
+    }
     m.codecs.push_back(c);
   }
+  if (charged) link_source += "; error feedback's passes counted";
   gm::Settings st;
   st.chunk_bytes = double(chunk);
   st.ring_threshold_bytes = double(comm.settings().ring_threshold_bytes);
