@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
   } catch (const gwcli::Failure& e) {
     std::cerr << "gradwire: " << e.what() << "\n";
     return 1;
+  } catch (const std::exception& e) {  // any other failure of a command: said, never an abort
+    std::cerr << "gradwire: " << e.what() << "\n";
+    return 1;
   }
   return exit_code;
 }

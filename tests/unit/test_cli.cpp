@@ -84,6 +84,16 @@ TEST(Cli, UnknownBenchSuite) {
   EXPECT_NE(r.output.find("unknown suite 'P99'"), std::string::npos) << r.output;
 }
 
+// A failure inside a suite's ranks (here: a transport that is not loaded) ends the command with its
+// message and status 1, not an abort.
+TEST(Cli, BenchWhoseRanksFailExitsWithTheirMessage) {
+  auto r = gwtest::run_command(kCli + " bench --suite P3 --quick --repetitions 1 --transport nosuch");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no transport plugin named 'nosuch'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gradwire: bench: a rank failed"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
 // The table printer copes with every kind of figure a suite reports (numbers and strings in extra).
 TEST(Cli, BenchTableOutput) {
   auto r = gwtest::run_command(kCli + " bench --suite P1,P2 --quick --repetitions 1");
