@@ -57,11 +57,11 @@ Task run_native(Collective& c, TransportP2P& t, NativeCall call, bool own) {
 
 // The transport that spans every rank (inter), and whether the communicator's point-to-point interface
 // is that transport itself (else its requests are tested through it, not through the routing).
-TransportP2P* world_transport(PointToPoint& p2p, bool* own) {
-  *own = true;
+TransportP2P* world_transport(PointToPoint& p2p, bool* own = nullptr) {
+  if (own) *own = true;
   if (auto* t = dynamic_cast<TransportP2P*>(&p2p)) return t;
   if (auto* routed = dynamic_cast<RoutedP2P*>(&p2p)) {
-    *own = false;
+    if (own) *own = false;
     return &routed->inter();
   }
   return nullptr;
@@ -112,8 +112,7 @@ gw_request* start_native(Communicator& comm, const NativeCall& call) {
 }
 
 void require_p2p_memory(Communicator& comm, const gw_tensor& t, const char* what) {
-  bool own = false;
-  TransportP2P* tp = world_transport(comm.p2p(), &own);
+  TransportP2P* tp = world_transport(comm.p2p());
   const uint32_t kinds = tp ? tp->vtable().memory_kinds : (1u << GW_MEMORY_HOST);
   if (t.memory != GW_MEMORY_HOST)
     fail(GW_ERR_UNSUPPORTED, std::string(what) + " is " + memory_name(t.memory) +

@@ -301,4 +301,3 @@ std::optional<gw::model::Cost> node_allreduce_cost(const gw::model::Model& model
 }
 
 }  // namespace gwcli::bench
-
