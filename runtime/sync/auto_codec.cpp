@@ -8,6 +8,7 @@
 #include "codec/codec.hpp"
 #include "collectives/compressed.hpp"
 #include "core/error.hpp"
+#include "ef/error_feedback.hpp"
 #include "model/measure.hpp"
 #include "model/model.hpp"
 
@@ -41,7 +42,10 @@ double time_allreduce(comm::Communicator& comm, uint64_t bytes, int reps) {
   return best;
 }
 
-gm::CodecCost probe(Codec& codec, uint64_t chunk_bytes) {
+// `feedback`: encode as gw_sync does under error feedback (runtime/ef: the residual added, the payload
+// decoded locally, the new residual kept), so the encode time includes those passes as they run.
+gm::CodecCost probe(Codec& codec, uint64_t chunk_bytes, bool feedback) {
+  ErrorFeedback ef(codec);
   const uint32_t flags = codec.properties().flags;
   const gm::CodecKind kind = gm::kind_of(codec.name(), flags & GW_CODEC_SPARSE, flags & GW_CODEC_SUMMABLE,
                                          flags & GW_CODEC_SHARED_INDICES);
@@ -57,7 +61,8 @@ gm::CodecCost probe(Codec& codec, uint64_t chunk_bytes) {
   p.encode = [&](uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity) {
     gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
     ctx.seed = offset;
-    return codec.encode(ctx, tensor(x, count), payload, capacity);
+    return feedback ? ef.encode(offset, ctx, tensor(x, count), payload, capacity)
+                    : codec.encode(ctx, tensor(x, count), payload, capacity);
   };
   p.decode = [&](uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count, bool acc) {
     gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
@@ -78,7 +83,8 @@ std::string mb(double bytes) {
 }  // namespace
 
 std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runtime& runtime,
-                                           const std::vector<uint64_t>& bucket_counts, bool measure_now) {
+                                           const std::vector<uint64_t>& bucket_counts, bool measure_now,
+                                           std::vector<double>* machine) {
   const config::Config& cfg = runtime.config();
   std::vector<std::string> allowed = cfg.get_strings("codec", "allow");
   const std::string model_path = measure_now ? std::string() : cfg.get_string("codec", "model");
@@ -114,15 +120,30 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     }
   }
   const uint64_t chunk = comm.settings().pipeline_chunk_bytes;
+  // With [codec] error_feedback a lossy codec also pays the residual's passes on every exchange.
+  const bool feedback = cfg.get_bool("codec", "error_feedback");
+  const auto lossy = [](const Codec& c) { return !(c.properties().flags & GW_CODEC_LOSSLESS); };
   constexpr size_t kCodec0 = 6;
   std::vector<double> v(kCodec0 + 3 * codecs.size(), 0.0);
   // Start together, so ranks that share cores are timed sharing them.
   run_collective(comm, v.data(), 1, GW_DTYPE_F64, GW_REDUCE_MAX);
-  v[0] = from_file ? file.machine.gamma : gm::measure_gamma(4 << 20, 2);
-  for (size_t i = 0; i < codecs.size(); ++i) {
-    const gm::CodecCost* known = from_file ? file.codec(codecs[i]->name()) : nullptr;
-    const gm::CodecCost c = known ? *known : probe(*codecs[i], chunk);
-    v[kCodec0 + 3 * i] = c.ratio, v[kCodec0 + 1 + 3 * i] = c.encode, v[kCodec0 + 2 + 3 * i] = c.decode;
+  // The codecs' and the memory's numbers do not change with the link: measured once (alike on every
+  // rank, so every rank skips alike), a re-decision measures only the link.
+  const bool known_machine = !from_file && machine && machine->size() == 1 + 3 * codecs.size();
+  if (known_machine) {
+    v[0] = (*machine)[0];
+    std::copy(machine->begin() + 1, machine->end(), v.begin() + kCodec0);
+  } else {
+    v[0] = from_file ? file.machine.gamma : gm::measure_gamma(4 << 20, 2);
+    for (size_t i = 0; i < codecs.size(); ++i) {
+      const gm::CodecCost* known = from_file ? file.codec(codecs[i]->name()) : nullptr;
+      gm::CodecCost c = known ? *known : probe(*codecs[i], chunk, feedback && lossy(*codecs[i]));
+      // A file's codec numbers are the codec alone: error feedback's passes are estimated from the
+      // memory's (two elementwise passes and a local decode; a sparse decode writes its buffer once more).
+      if (known && feedback && lossy(*codecs[i]))
+        c.encode += 2 * v[0] + (c.kind == gm::CodecKind::Sparse ? v[0] : c.decode);
+      v[kCodec0 + 3 * i] = c.ratio, v[kCodec0 + 1 + 3 * i] = c.encode, v[kCodec0 + 2 + 3 * i] = c.decode;
+    }
   }
   constexpr double kSmall = 256 << 10, kMedium = 1 << 20, kLarge = 16 << 20;
   double large = kMedium;
@@ -142,6 +163,10 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     }
   }
   run_collective(comm, v.data(), v.size(), GW_DTYPE_F64, GW_REDUCE_MAX);
+  if (machine && !from_file && !known_machine) {
+    machine->assign(1, v[0]);
+    machine->insert(machine->end(), v.begin() + kCodec0, v.end());
+  }
 
   gm::Model m;
   m.machine.gamma = v[0];
@@ -165,13 +190,9 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     link.beta = std::max(1e-13, (slope - (dn - 1) / dn * v[0]) / (2 * (dn - 1) / dn));
     link.alpha = std::max(0.0, (v[3] - 2 * (dn - 1) / dn * kSmall * link.beta - (dn - 1) / dn * kSmall * v[0]) /
                                    (2 * (dn - 1)));
-    link_source = "measured now";
+    link_source = known_machine ? "measured now (codecs as measured before)" : "measured now";
   }
   t.inter = t.intra = link;
-  // With [codec] error_feedback a lossy codec also pays the residual's passes on every exchange: the
-  // input plus the residual, a local decode of what was sent, and the new residual (runtime/ef): two
-  // elementwise passes and a decode (a sparse codec's decode writes its buffer once: another pass).
-  const bool feedback = cfg.get_bool("codec", "error_feedback");
   bool charged = false;
   for (size_t i = 0; i < codecs.size(); ++i) {
     const uint32_t flags = codecs[i]->properties().flags;
@@ -179,10 +200,7 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     c.name = codecs[i]->name();
     c.kind = gm::kind_of(c.name, flags & GW_CODEC_SPARSE, flags & GW_CODEC_SUMMABLE, flags & GW_CODEC_SHARED_INDICES);
     c.ratio = v[kCodec0 + 3 * i], c.encode = v[kCodec0 + 1 + 3 * i], c.decode = v[kCodec0 + 2 + 3 * i];
-    if (feedback && !(flags & GW_CODEC_LOSSLESS)) {
-      c.encode += 2 * v[0] + (c.kind == gm::CodecKind::Sparse ? v[0] : c.decode);
-      charged = true;
-    }
+    charged = charged || (feedback && lossy(*codecs[i]));
     m.codecs.push_back(c);
   }
   if (charged) link_source += "; error feedback's passes counted";
@@ -202,18 +220,21 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   return out;
 }
 
-double auto_drift(comm::Communicator& comm, const std::vector<double>& ratios, double* worst) {
-  // Per bucket r and 1 / r, maxed over the ranks: the farthest drift each way, in one reduction.
+std::vector<double> auto_drift(comm::Communicator& comm, const std::vector<double>& ratios) {
+  // An exchange's time on a rank includes its wait for the ranks that arrived later (they computed
+  // longer). The rank that arrived last waited least: per bucket, the smallest ratio over the ranks is
+  // the exchange's own. 1 / r maxed over the ranks gives it, alike on every rank, in one reduction.
   std::vector<double> v;
-  for (double r : ratios) v.insert(v.end(), {r, 1.0 / r});
+  for (double r : ratios) v.push_back(1.0 / r);
   if (!v.empty()) run_collective(comm, v.data(), v.size(), GW_DTYPE_F64, GW_REDUCE_MAX);
-  double drift = 1.0, farthest = 1.0;
-  for (size_t i = 0; i < v.size(); i += 2) {
-    if (v[i] > drift) drift = v[i], farthest = v[i];
-    if (v[i + 1] > drift) drift = v[i + 1], farthest = 1.0 / v[i + 1];
-  }
-  if (worst) *worst = farthest;
-  return drift;
+  for (double& x : v) x = 1.0 / x;
+  return v;
+}
+
+bool remeasure_confirms(const std::string& codec_before, double predicted_before, const AutoChoice& now,
+                        double drift) {
+  if (now.codec != codec_before || predicted_before <= 0 || now.predicted <= 0) return false;
+  return std::max(now.predicted / predicted_before, predicted_before / now.predicted) <= drift;
 }
 
 }  // namespace gw::sync

@@ -25,12 +25,23 @@ struct AutoChoice {
 // Collective: every rank calls it with the same bucket sizes (f32 elements). Returns one choice per
 // bucket. A codec in `allow` that does not exist, or a bad model file, is GW_ERR_CONFIG. `measure_now`
 // measures codecs and link even when [codec] model names a file (a re-decision: the file was wrong).
+// `machine`, when given, keeps the numbers of memory and codecs measured by an earlier call (they do not
+// change with the link): an empty one is filled once they were measured, a filled one spares measuring
+// them again, and only the link is measured.
 std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runtime& runtime,
-                                           const std::vector<uint64_t>& bucket_counts, bool measure_now = false);
+                                           const std::vector<uint64_t>& bucket_counts, bool measure_now = false,
+                                           std::vector<double>* machine = nullptr);
 
-// Collective: every rank passes, per auto bucket, its measured exchange time over the predicted one (> 0;
-// 1 where it has no measurement). Returns, alike on every rank, the largest max(r, 1/r) over the ranks
-// and buckets, and in `worst` the ratio r that gave it.
-double auto_drift(comm::Communicator& comm, const std::vector<double>& ratios, double* worst);
+// Collective: every rank passes, per auto bucket, its measured exchange time over the expected one (> 0;
+// 1 where it has no measurement). Returns, alike on every rank, per bucket the smallest ratio over the
+// ranks (the rank that arrived last did not wait for the others: its time is the exchange's own).
+std::vector<double> auto_drift(comm::Communicator& comm, const std::vector<double>& ratios);
+
+// After a re-measurement: whether it confirms the earlier choice (the same codec, and a prediction within
+// a factor `drift` of the earlier one, either way). Then the link is what it was, and a gap between the
+// times measured in place and the prediction belongs to the place (ranks that compute between exchanges,
+// cores they share), not to the link.
+bool remeasure_confirms(const std::string& codec_before, double predicted_before, const AutoChoice& now,
+                        double drift);
 
 }  // namespace gw::sync

@@ -193,7 +193,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       set_codec(b, loaded[bi].adopt_codec);
       b.codec_reason = "taken from the checkpoint, where it had been chosen";
       b.recent.clear();
-      b.predicted_seconds = 0;  // unknown: the next check chooses again (recheck_auto)
+      b.predicted_seconds = b.expected_seconds = 0;  // unknown: the next check chooses again (recheck_auto)
     }
     b.exchanges = loaded[bi].exchanges;
     b.accumulator = std::move(loaded[bi].accumulator);

@@ -167,7 +167,7 @@ void Synchronizer::finalize() {
       auto_counts.push_back(count);
     }
   const std::vector<AutoChoice> chosen =
-      auto_counts.empty() ? std::vector<AutoChoice>{} : choose_auto_codecs(comm_, runtime_, auto_counts);
+      auto_counts.empty() ? std::vector<AutoChoice>{} : choose_auto_codecs(comm_, runtime_, auto_counts, false, &auto_machine_);
   size_t next_auto = 0;
   for (const auto& list : lists) {
     Bucket b;
@@ -175,7 +175,7 @@ void Synchronizer::finalize() {
     if (codec == "auto") {
       b.is_auto = true;
       b.codec_reason = chosen[next_auto].reason;
-      b.predicted_seconds = chosen[next_auto].predicted;
+      b.predicted_seconds = b.expected_seconds = chosen[next_auto].predicted;
       codec = chosen[next_auto++].codec;
     }
     set_codec(b, codec);
@@ -408,34 +408,50 @@ void Synchronizer::recheck_auto() {
   for (uint32_t i : autos) {
     std::vector<double>& r = buckets_[i].recent;
     double ratio = 1.0;
-    if (!r.empty() && buckets_[i].predicted_seconds > 0) {
+    if (!r.empty() && buckets_[i].expected_seconds > 0) {
       std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
-      ratio = std::max(1e-9, r[r.size() / 2] / buckets_[i].predicted_seconds);
+      ratio = std::max(1e-9, r[r.size() / 2] / buckets_[i].expected_seconds);
     }
-    unpredicted = unpredicted || buckets_[i].predicted_seconds <= 0;
+    unpredicted = unpredicted || buckets_[i].expected_seconds <= 0;
     ratios.push_back(ratio);
     r.clear();
   }
-  double worst = 1.0;
-  const double drift = auto_drift(comm_, ratios, &worst);
+  const std::vector<double> shared = auto_drift(comm_, ratios);  // alike on every rank
+  double drift = 1.0, worst = 1.0;
+  for (double r : shared)
+    if (std::max(r, 1.0 / r) > drift) drift = std::max(r, 1.0 / r), worst = r;
   if (drift <= auto_drift_ && !unpredicted) return;
   std::vector<uint64_t> counts;
   for (uint32_t i : autos) counts.push_back(buckets_[i].count);
-  const std::vector<AutoChoice> chosen = choose_auto_codecs(comm_, runtime_, counts, true);
+  const auto t0 = Clock::now();
+  const std::vector<AutoChoice> chosen = choose_auto_codecs(comm_, runtime_, counts, true, &auto_machine_);
   std::ostringstream why;
   why.precision(3);
-  why << "chosen again at step " << steps_ << ": ";
+  why << "chosen again at step " << steps_ << " (measuring took "
+      << std::chrono::duration<double>(Clock::now() - t0).count() * 1e3 << " ms): ";
   if (drift > auto_drift_)
-    why << "an exchange took " << worst << " x its prediction (median since the last check, the farthest rank; "
-        << "[codec] auto_drift = " << auto_drift_ << "): ";
+    why << "an exchange took " << worst << " x what was expected (median since the last check, on the rank "
+        << "that waited least; [codec] auto_drift = " << auto_drift_ << "): ";
   else
     why << "the codec came from a checkpoint, without a prediction: ";
   for (size_t k = 0; k < autos.size(); ++k) {
     Bucket& b = buckets_[autos[k]];
     const std::string before = b.codec_name;
-    if (chosen[k].codec != b.codec_name) set_codec(b, chosen[k].codec);
-    b.codec_reason = why.str() + chosen[k].reason;
+    // Measured again, the same codec and about the same prediction: the link is what it was, and the
+    // exchanges take what they took in place (ranks that compute between them arrive apart and share
+    // cores). Expect that from now on, so the same gap does not make every check measure again.
+    const double in_place = shared[k] * b.expected_seconds;
+    const bool confirmed = in_place > 0 && remeasure_confirms(before, b.predicted_seconds, chosen[k], auto_drift_);
+    if (chosen[k].codec != before) set_codec(b, chosen[k].codec);
+    std::ostringstream reason;
+    reason.precision(3);
+    reason << why.str() << chosen[k].reason;
+    if (confirmed)
+      reason << "; the measurement confirms the earlier one: " << in_place * 1e3
+             << " ms per exchange, as measured in place, is expected from now on";
+    b.codec_reason = reason.str();
     b.predicted_seconds = chosen[k].predicted;
+    b.expected_seconds = confirmed ? in_place : chosen[k].predicted;
     runtime_.logger().info("sync", "auto codec: bucket " + std::to_string(autos[k]) + ": " + before + " -> " +
                                        b.codec_name + ": " + b.codec_reason);
   }

@@ -120,6 +120,10 @@ class Synchronizer {
     // The auto codec: this bucket's codec is chosen by the cost model (finalize, and again on drift).
     bool is_auto = false;
     double predicted_seconds = 0;  // the chosen codec's predicted exchange time
+    // What the next check compares the measured exchange time with: the prediction, or, once a
+    // re-measurement confirmed the prediction, the time the exchanges took in place (ranks that compute
+    // between exchanges take longer than the idle measurement says; that alone is not drift).
+    double expected_seconds = 0;
     std::vector<double> recent;    // measured exchange times since the last check
   };
   // What the schedule will do this step, from a dry run of on_step on a copy of its state.
@@ -195,6 +199,7 @@ class Synchronizer {
   float momentum_ = 0;  // [codec] momentum
   uint64_t auto_recheck_steps_ = 0;  // [codec] auto_recheck_steps
   double auto_drift_ = 2;            // [codec] auto_drift
+  std::vector<double> auto_machine_;  // memory's and codecs' numbers, measured once (choose_auto_codecs)
   uint64_t bucket_bytes_ = 0;
   std::vector<Rule> rules_;
 

@@ -6,11 +6,16 @@
 //   drift FILE    FILE claims a link far slower than loopback; [codec] auto_recheck_steps = 3: after
 //                 step 3 the measured exchanges are far from the prediction and every rank chooses again
 //   steady FILE   the same with auto_drift = 1e9: the choice at finalize stays
+//   straggler     measured at finalize; rank 0 arrives 1 s late at steps 1-3 (auto_recheck_steps = 3,
+//                 auto_drift = 8): the others' exchanges include their wait, rank 0's do not; the check
+//                 goes by the rank that waited least and does not choose again
 //   adopt LIGHT STRONG  a checkpoint of a run that chose from LIGHT (none or fp16) loaded by a run that
 //                 chose from STRONG (int8 or topk): the bucket takes the checkpoint's codec
 // Every case checks that all ranks chose the same codec, that gw_sync stats carry it and its reason,
 // and that a step gives every rank the same average. Prints "OK rank r" at the end.
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common.hpp"
@@ -88,6 +93,29 @@ int recheck_case(bool drifting, const std::string& file) {
   return 0;
 }
 
+int straggler_case() {
+  gw_runtime* rt = make_runtime("[codec]\nname = \"auto\"\nallow = [\"none\", \"fp16\", \"int8\", \"topk\"]\n"
+                                "auto_recheck_steps = 3\nauto_drift = 8\n");
+  gw_comm* comm = make_comm(rt);
+  {
+    Layer layer(comm, rt);
+    const std::string first = layer.codec();
+    for (uint64_t s = 1; s <= 3; ++s) {
+      if (g_rank == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+      layer.step(comm, s);
+    }
+    const std::string codec = layer.codec(), reason = layer.reason();
+    std::printf("[%d] after 3 steps: %s: %s\n", g_rank, codec.c_str(), reason.c_str());
+    if (reason.find("chosen again") != std::string::npos || codec != first)
+      die("a late rank made the others' waits count as exchange time: " + reason);
+    layer.step(comm, 4);
+  }
+  check(gw_comm_destroy(comm), "gw_comm_destroy");
+  check(gw_runtime_destroy(rt), "gw_runtime_destroy");
+  std::printf("OK rank %d\n", g_rank);
+  return 0;
+}
+
 int adopt_case(const std::string& light, const std::string& strong) {
   std::vector<unsigned char> blob;
   std::string saved_codec;
@@ -155,6 +183,7 @@ int main(int argc, char** argv) {
   init_rank_from_env();
   const std::string mode = argc > 1 ? argv[1] : "";
   if ((mode == "drift" || mode == "steady") && argc > 2) return recheck_case(mode == "drift", argv[2]);
+  if (mode == "straggler") return straggler_case();
   if (mode == "adopt" && argc > 3) return adopt_case(argv[2], argv[3]);
   std::string toml = "[codec]\nname = \"auto\"\nallow = [\"none\", \"fp16\", \"int8\", \"topk\"]\n";
   const std::string expect = argc > 3 ? argv[3] : "";

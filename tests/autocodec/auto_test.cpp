@@ -66,6 +66,10 @@ TEST(AutoCodec, ChoosesAgainWhenExchangesDriftFromThePrediction) {
   expect_ok(2, "steady " + model.file);
 }
 
+// A rank that arrives late makes the others wait inside their exchanges; that wait is not the link's.
+// The check goes by the rank that waited least (the late one) and keeps the choice.
+TEST(AutoCodec, ALateRanksWaitIsNotDrift) { expect_ok(3, "straggler"); }
+
 // A resumed run keeps the codec its checkpoint was taken with, whatever it would choose now.
 TEST(AutoCodec, ALoadedCheckpointBringsItsCodec) {
   const Calibrated light("100gbit");

@@ -30,6 +30,8 @@ const std::vector<Configuration>& configurations() {
      "[codec]\nname = \"fp16\"\nerror_feedback = false\n[schedule]\nname = \"every_step\"\n"},
     {"int8", "gradients as int8 with one scale per block of 256",
      "[codec]\nname = \"int8\"\nerror_feedback = false\n[schedule]\nname = \"every_step\"\n"},
+    {"int8-ef", "gradients as int8 with one scale per block of 256, with error feedback",
+     "[codec]\nname = \"int8\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n"},
     {"topk-ef", "top-k 1 % of the gradient with error feedback",
      "[codec]\nname = \"topk\"\nerror_feedback = true\n[codec.topk]\nratio = 0.01\n[schedule]\nname = \"every_step\"\n"},
     {"onebit-ef", "one bit per element (sign, scale per block) with error feedback, compressed after momentum; "
