@@ -7,8 +7,10 @@
 
 #include "capi/blocking.hpp"
 #include "codec/codec.hpp"
+#include "codec/device.hpp"
 #include "codec/staging.hpp"
 #include "collectives/compressed.hpp"
+#include "collectives/two_level.hpp"
 #include "comm/allreduce_start.hpp"
 #include "comm/communicator.hpp"
 #include "core/abi_struct.hpp"
@@ -25,6 +27,17 @@ gw_tensor checked_tensor(const gw_tensor* t, const char* what) {
   gw::require_dtype(out, what, (1u << GW_DTYPE_F32) | (1u << GW_DTYPE_F16) | (1u << GW_DTYPE_BF16),
                     "the compressed allreduce", "it reduces f32, f16 and bf16; use gw_allreduce for others");
   return out;
+}
+
+// Whether the compressed allreduce runs on the device: f32 CUDA tensors on one device and stream, a codec
+// with CUDA kernels, no error feedback (its residuals are host memory) and the flat algorithms (the
+// two-level one sums the node's values on the host). Anything else is staged through host memory.
+bool on_device(gw::comm::Communicator& comm, gw::Codec& codec, const gw::ErrorFeedback* ef, const gw_tensor& i,
+               const gw_tensor& o) {
+  return i.memory == GW_MEMORY_CUDA && o.memory == GW_MEMORY_CUDA && i.dtype == GW_DTYPE_F32 &&
+         o.dtype == GW_DTYPE_F32 && i.device == o.device && i.stream == o.stream &&
+         (codec.properties().flags & GW_CODEC_CUDA) && ef == nullptr &&
+         !gw::coll::use_two_level(comm.topology(), comm.settings().two_level);
 }
 
 // Starts the collective; throws gw::Error (the C functions below turn it into their status).
@@ -53,6 +66,20 @@ gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw
   a.op = op;
   const bool direct = i.memory == GW_MEMORY_HOST && o.memory == GW_MEMORY_HOST && i.dtype == GW_DTYPE_F32 &&
                       o.dtype == GW_DTYPE_F32;
+  if (on_device(*comm->impl, *codec, ef, i, o)) {
+    // Encoded and decoded on the device by the codec's CUDA kernels; only payloads cross to the host.
+    // The request completes once the result is in device memory (the stream is waited for).
+    a.buf = static_cast<float*>(o.data);
+    if (i.data != o.data) a.in = static_cast<const float*>(i.data);
+    a.memory = gw::coll::cuda_memory(o.device, o.stream);
+    const int device = o.device;
+    void* stream = o.stream;
+    *request = gw::comm::start_allreduce_compressed(*comm->impl, a, std::nullopt, [device, stream] {
+      gw::device::use_device(device);
+      gw::device::synchronize(stream);
+    });
+    return GW_OK;
+  }
   if (direct) {
     a.buf = static_cast<float*>(o.data);
     if (i.data != o.data) a.in = static_cast<const float*>(i.data);

@@ -6,6 +6,8 @@
 
 #if defined(GW_WITH_CUDA_RUNTIME)
 #include <cuda_runtime_api.h>
+
+#include "codec/device_kernels.hpp"
 #endif
 
 namespace gw::device {
@@ -29,6 +31,25 @@ void copy_to_host(void* dst, const void* src, size_t bytes, void* stream) {
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "waiting for the codec's stream");
 }
 
+void add_f32(float* dst, const float* src, uint64_t count, void* stream) {
+  check(cudaError_t(kernels::add_f32(dst, src, count, stream)), "adding on the device");
+}
+
+void divide_f32(float* x, uint64_t count, uint32_t n, void* stream) {
+  check(cudaError_t(kernels::divide_f32(x, count, n, stream)), "dividing on the device");
+}
+
+void synchronize(void* stream) {
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "waiting for the tensor's stream");
+}
+
+void use_device(int device) { check(cudaSetDevice(device), "selecting the tensor's CUDA device"); }
+
+void copy_on_device(void* dst, const void* src, size_t bytes, void* stream) {
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+        "copying within device memory");
+}
+
 Buffer::~Buffer() {
   if (data_ != nullptr) cudaFree(data_);
 }
@@ -50,6 +71,11 @@ namespace {
 }  // namespace
 void copy_to_device(void*, const void*, size_t, void*) { no_cuda(); }
 void copy_to_host(void*, const void*, size_t, void*) { no_cuda(); }
+void synchronize(void*) { no_cuda(); }
+void use_device(int) { no_cuda(); }
+void copy_on_device(void*, const void*, size_t, void*) { no_cuda(); }
+void add_f32(float*, const float*, uint64_t, void*) { no_cuda(); }
+void divide_f32(float*, uint64_t, uint32_t, void*) { no_cuda(); }
 Buffer::~Buffer() = default;
 void* Buffer::reserve(size_t bytes) {
   if (bytes == 0) return nullptr;

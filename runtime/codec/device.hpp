@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace gw::device {
 
@@ -11,6 +12,18 @@ namespace gw::device {
 void copy_to_device(void* dst, const void* src, size_t bytes, void* stream);
 // Device -> host: waits for `stream`'s earlier work and the copy.
 void copy_to_host(void* dst, const void* src, size_t bytes, void* stream);
+
+// Waits for the work queued on `stream`.
+void synchronize(void* stream);
+// Makes `device` the calling thread's current CUDA device (the collectives run on the progress thread).
+void use_device(int device);
+// Device -> device, ordered on `stream`.
+void copy_on_device(void* dst, const void* src, size_t bytes, void* stream);
+// dst[i] = dst[i] + src[i] for f32, ordered on `stream` (device_kernels.cu).
+void add_f32(float* dst, const float* src, uint64_t count, void* stream);
+// x[i] divided by n, rounded as gw::coll::divide rounds on the host (a multiplication by the inverse
+// when n is a power of two, a division otherwise: the same bits), ordered on `stream`.
+void divide_f32(float* x, uint64_t count, uint32_t n, void* stream);
 
 // Device scratch that grows on demand and is freed with the object.
 class Buffer {

@@ -15,13 +15,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-gw_tensor f32_tensor(const float* data, uint64_t count) {
-  gw_tensor t = GW_TENSOR_INIT;
-  t.data = const_cast<float*>(data);
-  t.count = count;
-  return t;
-}
-
 // The largest message number a collective can use (comm::tags::kStepBits).
 constexpr uint64_t kMaxMessages = uint64_t{1} << comm::tags::kStepBits;
 
@@ -39,8 +32,11 @@ const char* compressed_algorithm_name(CompressedAlgorithm a) {
   return "?";
 }
 
-CodecOps::CodecOps(Codec& codec, ErrorFeedback* ef, const gw_codec_context& ctx, uint32_t rank, uint32_t world_size)
-    : codec_(codec), ef_(ef), ctx_(ctx) {
+CodecOps::CodecOps(Codec& codec, ErrorFeedback* ef, const gw_codec_context& ctx, uint32_t rank, uint32_t world_size,
+                   TensorMemory* memory)
+    : codec_(codec), ef_(ef), ctx_(ctx), memory_(memory ? memory : &host_) {
+  if (ef_ && !memory_->direct_payloads())
+    fail(GW_ERR_UNSUPPORTED, "error feedback keeps its residuals in host memory; stage device tensors to the host");
   ctx_.struct_size = sizeof(gw_codec_context);
   ctx_.rank = rank;
   ctx_.world_size = world_size;
@@ -60,9 +56,16 @@ uint64_t CodecOps::max_payload(uint64_t count) { return codec_.max_payload_size(
 
 uint64_t CodecOps::encode(uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity) {
   const auto start = Clock::now();
-  const gw_tensor t = f32_tensor(x, count);
+  const gw_tensor t = memory_->tensor(x, count);
   const gw_codec_context c = context_for(offset);
-  const uint64_t size = ef_ ? ef_->encode(offset, c, t, payload, capacity) : codec_.encode(c, t, payload, capacity);
+  uint64_t size = 0;
+  if (memory_->direct_payloads()) {
+    size = ef_ ? ef_->encode(offset, c, t, payload, capacity) : codec_.encode(c, t, payload, capacity);
+  } else {
+    void* staged = memory_->payload_scratch(capacity);
+    size = codec_.encode(c, t, staged, capacity);
+    memory_->payload_to_host(payload, staged, size);
+  }
   encode_seconds_ += since(start);
   return size;
 }
@@ -70,8 +73,14 @@ uint64_t CodecOps::encode(uint64_t offset, const float* x, uint64_t count, void*
 void CodecOps::decode(uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count,
                       bool accumulate) {
   const auto start = Clock::now();
-  gw_tensor t = f32_tensor(out, count);
-  codec_.decode(context_for(offset), payload, size, t, accumulate ? uint32_t(GW_DECODE_ACCUMULATE) : 0u);
+  gw_tensor t = memory_->tensor(out, count);
+  const void* from = payload;
+  if (!memory_->direct_payloads()) {
+    void* staged = memory_->payload_scratch(size);
+    memory_->payload_from_host(staged, payload, size);
+    from = staged;
+  }
+  codec_.decode(context_for(offset), from, size, t, accumulate ? uint32_t(GW_DECODE_ACCUMULATE) : 0u);
   decode_seconds_ += since(start);
 }
 
@@ -104,7 +113,7 @@ CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t wor
 }
 
 Task allreduce_compressed(Collective& c, CompressedArgs a) {
-  CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size());
+  CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size(), a.memory.get());
   const uint64_t chunk = std::max<uint64_t>(1, a.chunk_elements);
   if (a.count > 0) {
     const CompressedAlgorithm algorithm = choose_compressed(*a.codec, a.count, c.size(), chunk);
@@ -112,7 +121,7 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
     const bool reads_input = algorithm == CompressedAlgorithm::ScatterReduceAllgather ||
                              algorithm == CompressedAlgorithm::SparseAllgather ||
                              algorithm == CompressedAlgorithm::SharedIndices;
-    if (in != a.buf && !reads_input) std::memmove(a.buf, in, a.count * 4);
+    if (in != a.buf && !reads_input) ops.memory().copy(a.buf, in, a.count);
     switch (algorithm) {
       case CompressedAlgorithm::Local: co_await allreduce_local(ops, a.buf, a.count, a.op, chunk); break;
       case CompressedAlgorithm::SummableRing:

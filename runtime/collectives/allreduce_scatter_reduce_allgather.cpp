@@ -1,5 +1,3 @@
-#include <cstring>
-
 #include "collectives/compressed.hpp"
 #include "collectives/pipeline.hpp"
 #include "collectives/reduce.hpp"
@@ -27,7 +25,8 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, const floa
   std::vector<PayloadBuffer> contrib_out(n * P), contrib_in(n * P), final_in(n * P), final_out(P);
   carve(c, 0, capacity, {&contrib_out, &contrib_in, &final_in, &final_out});
   std::vector<uint32_t> arrived(P, 0);
-  std::vector<float> sum(largest_piece);
+  TensorMemory& memory = ops.memory();
+  float* const sum = memory.scratch(largest_piece);  // in the tensor's memory
 
   Pipeline pipe(c);
   const auto finalize = [&](uint64_t p) {
@@ -35,19 +34,19 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, const floa
     for (uint32_t q = 0; q < n; ++q) {
       if (q == r) {
         if (q == 0) {
-          std::memcpy(sum.data(), in + off, cnt * 4);
+          memory.copy(sum, in + off, cnt);
         } else {
-          for (uint64_t i = 0; i < cnt; ++i) sum[i] += in[off + i];
+          memory.add(sum, in + off, cnt);
         }
       } else {
         const PayloadBuffer& contribution = contrib_in[q * P + p];
-        ops.decode(off, contribution.data, contribution.size, sum.data(), cnt, q != 0);
+        ops.decode(off, contribution.data, contribution.size, sum, cnt, q != 0);
       }
     }
     // The owner averages once, before encoding: every rank decodes the average.
-    if (op == GW_REDUCE_AVG) divide(sum.data(), cnt, GW_DTYPE_F32, n);
+    if (op == GW_REDUCE_AVG) memory.divide(sum, cnt, n);
     PayloadBuffer& fin = final_out[p];
-    fin.size = ops.encode(off, sum.data(), cnt, fin.data, fin.capacity);
+    fin.size = ops.encode(off, sum, cnt, fin.data, fin.capacity);
     for (uint32_t k = 1; k < n; ++k) pipe.send((r + k) % n, uint32_t(P + p), fin);
     ops.decode(off, fin.data, fin.size, buf + off, cnt, false);
   };

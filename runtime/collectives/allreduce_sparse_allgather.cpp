@@ -26,7 +26,7 @@ Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, const float* in, f
       const PayloadBuffer& payload = payloads[q * C + i];
       ops.decode(off, payload.data, payload.size, buf + off, cnt, q != 0);
     }
-    if (op == GW_REDUCE_AVG) divide(buf + off, cnt, GW_DTYPE_F32, n);
+    if (op == GW_REDUCE_AVG) ops.memory().divide(buf + off, cnt, n);
   };
   const auto maybe_combine = [&](uint64_t i) {
     if (encoded[i] && arrived[i] == n - 1) pipe.then([&, i] { combine(i); }, true);

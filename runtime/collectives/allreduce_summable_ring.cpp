@@ -40,7 +40,7 @@ Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t 
     const uint64_t off = pieces[r].offset[p], cnt = pieces[r].count[p];
     // The owner averages once, before encoding: every rank decodes the average, and no rank makes a
     // pass of its own over the whole buffer to divide.
-    if (op == GW_REDUCE_AVG) divide(buf + off, cnt, GW_DTYPE_F32, n);
+    if (op == GW_REDUCE_AVG) ops.memory().divide(buf + off, cnt, n);
     PayloadBuffer& fin = final_out[p];
     fin.size = ops.encode(off, buf + off, cnt, fin.data, fin.capacity);
     pipe.send(right, index(n - 1, p), fin);

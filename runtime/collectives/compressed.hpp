@@ -1,13 +1,15 @@
 // Compressed allreduce: the algorithms that move encoded payloads instead of raw elements, one per file,
 // written against comm::Collective like the dense ones. The codec's properties pick the algorithm
 // (choose_compressed); every path ends with every rank decoding the same bytes, so all ranks hold
-// bit-identical results. Inputs are f32 in host memory, reduced in place; op is sum or avg (avg divides
+// bit-identical results. Inputs are f32 in host memory, or in device memory through a TensorMemory
+// (below), reduced in place; op is sum or avg (avg divides
 // once, after the last decode). Behaviour and the reasons for each choice: docs/collectives.md.
 #pragma once
 
 #include <gradwire/gradwire.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "codec/codec.hpp"
@@ -34,6 +36,53 @@ struct CompressedStats {
   double decode_seconds = 0;
 };
 
+// Where a compressed allreduce's tensor lives, and what the algorithms do to it there. The algorithms
+// never touch the tensor's memory themselves, so the same code runs on host and device tensors. Payloads
+// travel from host memory (the transports of this path carry host buffers): a memory whose codecs
+// encode elsewhere (device memory) stages each payload through scratch of its own, so only the encoded
+// bytes cross to the host and back.
+class TensorMemory {
+ public:
+  virtual ~TensorMemory() = default;
+  // A gw_tensor of `count` f32 elements at x in this memory.
+  virtual gw_tensor tensor(const float* x, uint64_t count) const = 0;
+  // Whether codecs encode into and decode from the host payloads directly (host memory).
+  virtual bool direct_payloads() const = 0;
+  // Scratch for one staged payload, valid until the next call (the algorithms run on one thread).
+  virtual void* payload_scratch(uint64_t bytes) = 0;
+  // Staged payload -> host, complete when this returns; host -> staged, ordered before later work.
+  virtual void payload_to_host(void* host, const void* staged, uint64_t bytes) = 0;
+  virtual void payload_from_host(void* staged, const void* host, uint64_t bytes) = 0;
+  virtual void copy(float* dst, const float* src, uint64_t count) = 0;  // the ranges may overlap
+  virtual void add(float* dst, const float* src, uint64_t count) = 0;   // dst[i] = dst[i] + src[i]
+  virtual void divide(float* x, uint64_t count, uint32_t n) = 0;         // as coll::divide does, bit for bit
+  // f32 scratch in this memory for `count` elements, alive as long as the object (one at a time).
+  virtual float* scratch(uint64_t count) = 0;
+};
+
+// Host memory: payloads encoded in place, plain loops.
+class HostMemory : public TensorMemory {
+ public:
+  gw_tensor tensor(const float* x, uint64_t count) const override;
+  bool direct_payloads() const override { return true; }
+  void* payload_scratch(uint64_t bytes) override;
+  void payload_to_host(void* host, const void* staged, uint64_t bytes) override;
+  void payload_from_host(void* staged, const void* host, uint64_t bytes) override;
+  void copy(float* dst, const float* src, uint64_t count) override;
+  void add(float* dst, const float* src, uint64_t count) override;
+  void divide(float* x, uint64_t count, uint32_t n) override;
+  float* scratch(uint64_t count) override;
+
+ protected:
+  std::vector<unsigned char> payload_;
+  std::vector<float> scratch_;
+};
+
+// CUDA device memory of device `device`, work ordered on `stream` (a cudaStream_t; 0: the default
+// stream): the codecs' CUDA kernels encode and decode on the device, and only payloads are copied.
+// Without CUDA in the build every operation fails with GW_ERR_UNSUPPORTED.
+std::unique_ptr<TensorMemory> cuda_memory(int device, void* stream);
+
 struct CompressedArgs {
   Codec* codec = nullptr;
   ErrorFeedback* ef = nullptr;  // around `codec`, or nullptr; residuals keyed by each chunk's element offset
@@ -45,6 +94,8 @@ struct CompressedArgs {
   uint64_t chunk_elements = 1 << 18;        // pipelining granularity ([collectives] pipeline_chunk_bytes / 4)
   uint64_t ring_threshold_bytes = 64 << 10;  // the dense allreduce's choice ([collectives] ring_threshold_bytes)
   CompressedStats* stats = nullptr;         // filled when the collective completes; may be nullptr
+  // Where buf and in live; nullptr: f32 host memory. Shared: the request's closure keeps it alive.
+  std::shared_ptr<TensorMemory> memory;
 };
 
 // The algorithm every rank will run for this codec, count and world size (a pure function of them).
@@ -63,12 +114,18 @@ Task allreduce_dense(Collective& c, void* buf, uint64_t count, gw_dtype dtype, g
 // offset, error feedback applied to every encoding this rank makes, time accounted.
 class CodecOps {
  public:
-  CodecOps(Codec& codec, ErrorFeedback* ef, const gw_codec_context& ctx, uint32_t rank, uint32_t world_size);
+  // `memory`: where the tensor lives (nullptr: host memory); error feedback needs host memory.
+  CodecOps(Codec& codec, ErrorFeedback* ef, const gw_codec_context& ctx, uint32_t rank, uint32_t world_size,
+           TensorMemory* memory = nullptr);
 
   uint64_t max_payload(uint64_t count);
-  // Encodes x[0, count) (the piece at element `offset`) into payload; returns the payload's size.
+  // Encodes x[0, count) (the piece at element `offset`, in the tensor's memory) into payload (host
+  // memory); returns the payload's size.
   uint64_t encode(uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity);
+  // Decodes payload (host memory) into out[0, count) in the tensor's memory.
   void decode(uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count, bool accumulate);
+  // The tensor's memory, for what the algorithms do to it besides encoding and decoding.
+  TensorMemory& memory() { return *memory_; }
 
   Codec& codec() { return codec_; }
   double encode_seconds() const { return encode_seconds_; }
@@ -80,6 +137,8 @@ class CodecOps {
   Codec& codec_;
   ErrorFeedback* ef_;
   gw_codec_context ctx_;
+  HostMemory host_;
+  TensorMemory* memory_;
   double encode_seconds_ = 0;
   double decode_seconds_ = 0;
 };

@@ -85,6 +85,16 @@ TEST(DevicePath, CompressedAllreduceOnDeviceEqualsHostBits) {
   }
 }
 
+// Three ranks on this machine's devices, every codec with CUDA kernels and so every compressed
+// algorithm: encoded and decoded on the device, only payloads staged to the host (tests/gpu/device_rank).
+TEST(DevicePath, CompressedAllreduceOnDeviceEqualsHostBitsOnThreeRanks) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const auto r = gwtest::run_command("MP_TIMEOUT_S=120 " + std::string(GW_CLI) + " run -n 3 -- " + GW_DEVICE_RANK);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
+}
+
 TEST(DevicePath, SyncWithDeviceF32AndBf16Gradients) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   for (gw_dtype dt : {GW_DTYPE_F32, GW_DTYPE_BF16}) {

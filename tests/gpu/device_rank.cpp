@@ -1,0 +1,70 @@
+// One rank of the multi-rank device check (label gpu, started by gpu_path_test through `gradwire run`):
+// for every codec with CUDA kernels, the compressed allreduce (avg) of a device tensor — encoded and
+// decoded on the device, payloads staged through host memory — must give, on every rank, the bits the
+// same allreduce of the same values in host memory gives. Exits 0 with "SKIP" when there is no device.
+#include <cuda_runtime_api.h>
+#include <gradwire/gradwire.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "rank_setup.hpp"
+
+using namespace gwrank;
+
+int main() {
+  init_rank_from_env();
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIP rank %d: no CUDA device\n", g_rank);
+    return 0;
+  }
+  const int device = g_rank % devices;
+  cudaSetDevice(device);
+  gw_runtime* rt = make_runtime("[codec.topk]\nratio = 0.01\n[codec.randomk]\nratio = 0.01\n"
+                                "[collectives]\npipeline_chunk_bytes = 65536\n",
+                                "MP_TIMEOUT_S");
+  gw_comm* comm = make_comm(rt);
+  const uint64_t n = 1000003;
+  std::vector<float> values(n);
+  for (uint64_t i = 0; i < n; ++i) values[i] = float(int((i * 37 + uint64_t(g_rank) * 101) % 211) - 105) / 13.0f;
+  float* dev = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&dev), n * 4) != cudaSuccess) die("cudaMalloc");
+  cudaStream_t stream = nullptr;
+  cudaStreamCreate(&stream);
+  for (const char* name : {"none", "fp16", "bf16", "int8", "onebit", "topk", "randomk"}) {
+    gw_codec* codec = nullptr;
+    check(gw_codec_create(rt, name, &codec), std::string("gw_codec_create ") + name);
+    std::vector<float> host = values;
+    gw_tensor th = tensor(GW_DTYPE_F32, host.data(), n);
+    check(gw_allreduce_compressed(comm, codec, nullptr, &th, &th, GW_REDUCE_AVG), std::string(name) + " on the host");
+    cudaMemcpy(dev, values.data(), n * 4, cudaMemcpyHostToDevice);
+    gw_tensor td = tensor(GW_DTYPE_F32, dev, n);
+    td.memory = GW_MEMORY_CUDA;
+    td.device = device;
+    td.stream = stream;
+    check(gw_allreduce_compressed(comm, codec, nullptr, &td, &td, GW_REDUCE_AVG), std::string(name) + " on the device");
+    std::vector<float> back(n);
+    cudaMemcpy(back.data(), dev, n * 4, cudaMemcpyDeviceToHost);
+    uint64_t differ = 0, first = n;
+    for (uint64_t i = 0; i < n; ++i)
+      if (std::memcmp(&back[i], &host[i], 4) != 0) {
+        if (first == n) first = i;
+        ++differ;
+      }
+    if (differ)
+      die(std::string(name) + ": the device result differs from the host's in " + std::to_string(differ) +
+          " elements, the first at " + std::to_string(first) + " (" + std::to_string(back[first]) + " vs " +
+          std::to_string(host[first]) + ")");
+    std::printf("[%d] %s: device == host, %llu elements\n", g_rank, name, static_cast<unsigned long long>(n));
+    gw_codec_destroy(codec);
+  }
+  cudaStreamDestroy(stream);
+  cudaFree(dev);
+  check(gw_comm_destroy(comm), "gw_comm_destroy");
+  check(gw_runtime_destroy(rt), "gw_runtime_destroy");
+  std::printf("OK rank %d\n", g_rank);
+  return 0;
+}

@@ -1,0 +1,202 @@
+// White-box: the compressed allreduce of a tensor whose codecs encode outside host memory (device
+// memory) stages every payload through scratch of its own and reaches the tensor only through its
+// TensorMemory (collectives/compressed.hpp). On the CPU that path runs with host memory whose payloads
+// are staged like device payloads: every algorithm and codec must give the same bits as the direct
+// path, on every rank. The ranks are threads over an in-memory point-to-point; the processes-over-UCX
+// tests cover the transport, this covers the staging (tests/gpu/check.sh runs it on a device).
+#include <gtest/gtest.h>
+
+#include <gradwire/gradwire.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "codec/codec.hpp"
+#include "collectives/compressed.hpp"
+#include "comm/collective.hpp"
+#include "comm/p2p.hpp"
+#include "core/error.hpp"
+
+namespace {
+
+using gw::comm::PointToPoint;
+
+// Messages between the ranks of one process: a send is copied into the mailbox at once (and done), a
+// receive takes the oldest message of its (source, tag) when it is there.
+struct Fabric {
+  std::mutex mutex;
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::deque<std::vector<unsigned char>>> mail;
+};
+
+class MemoryP2P final : public PointToPoint {
+ public:
+  MemoryP2P(Fabric& f, uint32_t rank, uint32_t size) : fabric_(f), rank_(rank), size_(size) {}
+  uint32_t rank() const override { return rank_; }
+  uint32_t size() const override { return size_; }
+  Op* send(uint32_t peer, uint64_t tag, const void* data, uint64_t bytes) override {
+    std::lock_guard lock(fabric_.mutex);
+    const auto* p = static_cast<const unsigned char*>(data);
+    fabric_.mail[{rank_, peer, tag}].emplace_back(p, p + bytes);
+    return reinterpret_cast<Op*>(new Pending{true, 0, 0, nullptr, 0});
+  }
+  Op* recv(uint32_t peer, uint64_t tag, void* data, uint64_t bytes) override {
+    return reinterpret_cast<Op*>(new Pending{false, peer, tag, data, bytes});
+  }
+  bool test(Op* op, uint64_t* bytes) override {
+    auto* p = reinterpret_cast<Pending*>(op);
+    if (p->send) return true;
+    std::lock_guard lock(fabric_.mutex);
+    auto it = fabric_.mail.find({p->peer, rank_, p->tag});
+    if (it == fabric_.mail.end() || it->second.empty()) return false;
+    std::vector<unsigned char>& m = it->second.front();
+    if (m.size() > p->capacity) gw::fail(GW_ERR_TRANSPORT, "truncated");
+    std::memcpy(p->data, m.data(), m.size());
+    if (bytes) *bytes = m.size();
+    it->second.pop_front();
+    return true;
+  }
+  void free(Op* op) noexcept override { delete reinterpret_cast<Pending*>(op); }
+  void progress() override {}
+  void abort() noexcept override {}
+
+ private:
+  struct Pending {
+    bool send;
+    uint32_t peer;
+    uint64_t tag;
+    void* data;
+    uint64_t capacity;
+  };
+  Fabric& fabric_;
+  uint32_t rank_, size_;
+};
+
+// Host memory whose payloads are staged as device payloads are: encoded into scratch, then copied out.
+class StagedHostMemory final : public gw::coll::HostMemory {
+ public:
+  bool direct_payloads() const override { return false; }
+  void* payload_scratch(uint64_t bytes) override {
+    ++staged;
+    staging_.assign(bytes, 0xA5);  // stale bytes would show as wrong results, not pass unnoticed
+    return staging_.data();
+  }
+  uint64_t staged = 0;
+
+ private:
+  std::vector<unsigned char> staging_;
+};
+
+struct Runtime {
+  gw_runtime* rt = nullptr;
+  Runtime() {
+    const char* dirs[] = {GW_PLUGIN_DIR};
+    gw_runtime_options o = GW_RUNTIME_OPTIONS_INIT;
+    o.plugin_paths = dirs;
+    o.num_plugin_paths = 1;
+    o.config_text = "[codec.topk]\nratio = 0.01\n[codec.randomk]\nratio = 0.01\n";
+    o.flags = GW_RUNTIME_NO_ENV_OVERRIDES;
+    EXPECT_EQ(gw_runtime_create(&o, &rt), GW_OK) << gw_last_error();
+  }
+  ~Runtime() { gw_runtime_destroy(rt); }
+};
+
+float value(uint32_t rank, uint64_t i) { return float(int((i * 37 + rank * 101) % 211) - 105) / 13.0f; }
+
+// Every rank's result of one compressed allreduce, `staged` or direct, ranks as threads.
+std::vector<std::vector<float>> run(gw_runtime* rt, const std::string& codec_name, uint32_t n, uint64_t count,
+                                    gw_reduce_op op, bool staged, bool out_of_place, uint64_t* staged_payloads) {
+  Fabric fabric;
+  std::vector<std::vector<float>> out(n, std::vector<float>(count));
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (uint32_t r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        gw_codec* codec = nullptr;
+        if (gw_codec_create(rt, codec_name.c_str(), &codec) != GW_OK) gw::fail(GW_ERR_INTERNAL, gw_last_error());
+        std::vector<float> in(count);
+        for (uint64_t i = 0; i < count; ++i) in[i] = value(r, i);
+        if (!out_of_place) out[r] = in;
+        MemoryP2P p2p(fabric, r, n);
+        auto memory = std::make_shared<StagedHostMemory>();
+        gw::coll::CompressedArgs a;
+        a.codec = codec->impl.get();
+        a.ctx.seed = 7;
+        a.buf = out[r].data();
+        a.in = out_of_place ? in.data() : nullptr;
+        a.count = count;
+        a.op = op;
+        a.chunk_elements = 1 << 14;  // several pieces per block: the pipelining's paths too
+        if (staged) a.memory = memory;
+        gw::comm::Signature s{gw::comm::CollectiveKind::Allreduce, op, GW_DTYPE_F32, count, 0, a.codec->id()};
+        {
+          gw::comm::Collective c(p2p, 1, s, 60.0);
+          c.start(gw::coll::allreduce_compressed(c, a));
+          while (!c.poll()) std::this_thread::yield();
+        }
+        if (r == 0 && staged_payloads) *staged_payloads = memory->staged;
+        gw_codec_destroy(codec);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (uint32_t r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  return out;
+}
+
+class StagedPayloads : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StagedPayloads, GiveTheDirectPathsBitsOnEveryRank) {
+  Runtime rt;
+  const std::string codec = GetParam();
+  for (uint32_t n : {1u, 3u, 4u}) {
+    for (bool out_of_place : {false, true}) {
+      uint64_t staged_payloads = 0;
+      const uint64_t count = 100003;
+      const auto direct = run(rt.rt, codec, n, count, GW_REDUCE_AVG, false, out_of_place, nullptr);
+      const auto staged = run(rt.rt, codec, n, count, GW_REDUCE_AVG, true, out_of_place, &staged_payloads);
+      EXPECT_GT(staged_payloads, 0u) << codec << ": the staged path staged nothing";
+      for (uint32_t r = 0; r < n; ++r) {
+        EXPECT_EQ(std::memcmp(direct[r].data(), staged[r].data(), 4 * count), 0)
+            << codec << ", " << n << " ranks, rank " << r << (out_of_place ? ", out of place" : "");
+        EXPECT_EQ(std::memcmp(staged[0].data(), staged[r].data(), 4 * count), 0) << codec << ": rank " << r << " differs";
+      }
+      // The average is an average: for n > 1 it differs from rank 0's own input somewhere.
+      if (n > 1) {
+        bool moved = false;
+        for (uint64_t i = 0; i < count && !moved; ++i) moved = staged[0][i] != value(0, i);
+        EXPECT_TRUE(moved) << codec << ": the result is rank 0's input";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, StagedPayloads,
+                         ::testing::Values("none", "fp16", "bf16", "int8", "onebit", "topk", "randomk"),
+                         [](const auto& p) { return std::string(p.param); });
+
+TEST(StagedPayloads, ErrorFeedbackNeedsHostMemory) {
+  Runtime rt;
+  gw_codec* codec = nullptr;
+  ASSERT_EQ(gw_codec_create(rt.rt, "int8", &codec), GW_OK) << gw_last_error();
+  gw::ErrorFeedback ef(*codec->impl);
+  StagedHostMemory memory;
+  try {
+    gw::coll::CodecOps ops(*codec->impl, &ef, GW_CODEC_CONTEXT_INIT, 0, 2, &memory);
+    FAIL() << "error feedback was accepted with staged payloads";
+  } catch (const gw::Error& e) {
+    EXPECT_EQ(e.status(), GW_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+  gw_codec_destroy(codec);
+}
+
+}  // namespace
