@@ -30,13 +30,12 @@ gw_tensor checked_tensor(const gw_tensor* t, const char* what) {
 }
 
 // Whether the compressed allreduce runs on the device: f32 CUDA tensors on one device and stream, a codec
-// with CUDA kernels, no error feedback (its residuals are host memory) and the flat algorithms (the
+// with CUDA kernels (error feedback keeps its residuals on the device then) and the flat algorithms (the
 // two-level one sums the node's values on the host). Anything else is staged through host memory.
-bool on_device(gw::comm::Communicator& comm, gw::Codec& codec, const gw::ErrorFeedback* ef, const gw_tensor& i,
-               const gw_tensor& o) {
+bool on_device(gw::comm::Communicator& comm, gw::Codec& codec, const gw_tensor& i, const gw_tensor& o) {
   return i.memory == GW_MEMORY_CUDA && o.memory == GW_MEMORY_CUDA && i.dtype == GW_DTYPE_F32 &&
          o.dtype == GW_DTYPE_F32 && i.device == o.device && i.stream == o.stream &&
-         (codec.properties().flags & GW_CODEC_CUDA) && ef == nullptr &&
+         (codec.properties().flags & GW_CODEC_CUDA) &&
          !gw::coll::use_two_level(comm.topology(), comm.settings().two_level);
 }
 
@@ -66,7 +65,7 @@ gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw
   a.op = op;
   const bool direct = i.memory == GW_MEMORY_HOST && o.memory == GW_MEMORY_HOST && i.dtype == GW_DTYPE_F32 &&
                       o.dtype == GW_DTYPE_F32;
-  if (on_device(*comm->impl, *codec, ef, i, o)) {
+  if (on_device(*comm->impl, *codec, i, o)) {
     // Encoded and decoded on the device by the codec's CUDA kernels; only payloads cross to the host.
     // The request completes once the result is in device memory (the stream is waited for).
     a.buf = static_cast<float*>(o.data);

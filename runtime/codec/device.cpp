@@ -35,6 +35,14 @@ void add_f32(float* dst, const float* src, uint64_t count, void* stream) {
   check(cudaError_t(kernels::add_f32(dst, src, count, stream)), "adding on the device");
 }
 
+void subtract_f32(float* out, const float* a, const float* b, uint64_t count, void* stream) {
+  check(cudaError_t(kernels::subtract_f32(out, a, b, count, stream)), "subtracting on the device");
+}
+
+void zero(void* dst, size_t bytes, void* stream) {
+  check(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)), "zeroing device memory");
+}
+
 void divide_f32(float* x, uint64_t count, uint32_t n, void* stream) {
   check(cudaError_t(kernels::divide_f32(x, count, n, stream)), "dividing on the device");
 }
@@ -76,6 +84,8 @@ void use_device(int) { no_cuda(); }
 void copy_on_device(void*, const void*, size_t, void*) { no_cuda(); }
 void add_f32(float*, const float*, uint64_t, void*) { no_cuda(); }
 void divide_f32(float*, uint64_t, uint32_t, void*) { no_cuda(); }
+void subtract_f32(float*, const float*, const float*, uint64_t, void*) { no_cuda(); }
+void zero(void*, size_t, void*) { no_cuda(); }
 Buffer::~Buffer() = default;
 void* Buffer::reserve(size_t bytes) {
   if (bytes == 0) return nullptr;

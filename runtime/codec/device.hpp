@@ -21,6 +21,10 @@ void use_device(int device);
 void copy_on_device(void* dst, const void* src, size_t bytes, void* stream);
 // dst[i] = dst[i] + src[i] for f32, ordered on `stream` (device_kernels.cu).
 void add_f32(float* dst, const float* src, uint64_t count, void* stream);
+// out[i] = a[i] - b[i] for f32 (error feedback's new residual), ordered on `stream`.
+void subtract_f32(float* out, const float* a, const float* b, uint64_t count, void* stream);
+// Zeroes `bytes` of device memory, ordered on `stream`.
+void zero(void* dst, size_t bytes, void* stream);
 // x[i] divided by n, rounded as gw::coll::divide rounds on the host (a multiplication by the inverse
 // when n is a power of two, a division otherwise: the same bits), ordered on `stream`.
 void divide_f32(float* x, uint64_t count, uint32_t n, void* stream);
@@ -33,6 +37,7 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   void* reserve(size_t bytes);  // valid until the next reserve or destruction
+  void* data() const { return data_; }
 
  private:
   void* data_ = nullptr;

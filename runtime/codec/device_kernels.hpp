@@ -7,6 +7,7 @@
 namespace gw::device::kernels {
 
 int add_f32(float* dst, const float* src, uint64_t count, void* stream);
+int subtract_f32(float* out, const float* a, const float* b, uint64_t count, void* stream);
 int divide_f32(float* x, uint64_t count, uint32_t n, void* stream);
 
 }  // namespace gw::device::kernels

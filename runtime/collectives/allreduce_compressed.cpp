@@ -35,8 +35,6 @@ const char* compressed_algorithm_name(CompressedAlgorithm a) {
 CodecOps::CodecOps(Codec& codec, ErrorFeedback* ef, const gw_codec_context& ctx, uint32_t rank, uint32_t world_size,
                    TensorMemory* memory)
     : codec_(codec), ef_(ef), ctx_(ctx), memory_(memory ? memory : &host_) {
-  if (ef_ && !memory_->direct_payloads())
-    fail(GW_ERR_UNSUPPORTED, "error feedback keeps its residuals in host memory; stage device tensors to the host");
   ctx_.struct_size = sizeof(gw_codec_context);
   ctx_.rank = rank;
   ctx_.world_size = world_size;
@@ -63,7 +61,7 @@ uint64_t CodecOps::encode(uint64_t offset, const float* x, uint64_t count, void*
     size = ef_ ? ef_->encode(offset, c, t, payload, capacity) : codec_.encode(c, t, payload, capacity);
   } else {
     void* staged = memory_->payload_scratch(capacity);
-    size = codec_.encode(c, t, staged, capacity);
+    size = ef_ ? ef_->encode(offset, c, t, staged, capacity) : codec_.encode(c, t, staged, capacity);
     memory_->payload_to_host(payload, staged, size);
   }
   encode_seconds_ += since(start);

@@ -114,7 +114,7 @@ Task allreduce_dense(Collective& c, void* buf, uint64_t count, gw_dtype dtype, g
 // offset, error feedback applied to every encoding this rank makes, time accounted.
 class CodecOps {
  public:
-  // `memory`: where the tensor lives (nullptr: host memory); error feedback needs host memory.
+  // `memory`: where the tensor lives (nullptr: host memory); error feedback keeps its residuals there.
   CodecOps(Codec& codec, ErrorFeedback* ef, const gw_codec_context& ctx, uint32_t rank, uint32_t world_size,
            TensorMemory* memory = nullptr);
 

@@ -44,8 +44,13 @@ void ef_update_residual(const float* x_plus, const float* decoded, float* residu
 uint64_t ErrorFeedback::encode(uint64_t buffer_id, const gw_codec_context& ctx, const gw_tensor& in, void* payload,
                                uint64_t capacity) {
   // `in` was read and checked where it entered (gw::read_tensor).
-  require_host(in, "in", "error feedback (its residuals live in host memory)");
   require_dtype(in, "in", 1u << GW_DTYPE_F32, "error feedback", "it takes f32 tensors");
+  if (in.memory == GW_MEMORY_CUDA) return encode_on_device(buffer_id, ctx, in, payload, capacity);
+  require_host(in, "in", "error feedback (its residuals live in host or CUDA memory)");
+  if (on_device_.count(buffer_id))
+    fail(GW_ERR_INVALID_ARGUMENT, "buffer " + std::to_string(buffer_id) + "'s residual lives on CUDA device " +
+                                      std::to_string(device_) + ", and this tensor is host memory; keep a buffer in one "
+                                      "memory, or reset the error feedback");
   auto [it, fresh] = residuals_.try_emplace(buffer_id);
   std::vector<float>& r = it->second;
   if (fresh) r.assign(in.count, 0.0f);
@@ -65,15 +70,84 @@ uint64_t ErrorFeedback::encode(uint64_t buffer_id, const gw_codec_context& ctx, 
   return size;
 }
 
-void ErrorFeedback::reset() { residuals_.clear(); }
+uint64_t ErrorFeedback::encode_on_device(uint64_t buffer_id, const gw_codec_context& ctx, const gw_tensor& in,
+                                         void* payload, uint64_t capacity) {
+  if (device_ >= 0 && in.device != device_)
+    fail(GW_ERR_INVALID_ARGUMENT, "this error feedback keeps its residuals on CUDA device " + std::to_string(device_) +
+                                      " and the tensor is on device " + std::to_string(in.device) +
+                                      "; use one error feedback per device");
+  device::use_device(in.device);
+  device_ = in.device;
+  const uint64_t n = in.count;
+  auto [it, fresh] = on_device_.try_emplace(buffer_id);
+  DeviceResidual& r = it->second;
+  if (fresh) {
+    auto host = residuals_.find(buffer_id);
+    if (host != residuals_.end() && host->second.size() != n) {
+      const uint64_t had = host->second.size();
+      on_device_.erase(it);
+      fail(GW_ERR_MISMATCH, "buffer " + std::to_string(buffer_id) + " had " + std::to_string(had) +
+                                " elements and now has " + std::to_string(n) +
+                                "; use one buffer id per tensor or bucket, or reset the error feedback");
+    }
+    r.count = n;
+    void* data = r.data.reserve(4 * n);
+    if (host != residuals_.end()) {
+      device::copy_to_device(data, host->second.data(), 4 * n, in.stream);  // loaded from a blob
+      residuals_.erase(host);
+    } else {
+      device::zero(data, 4 * n, in.stream);
+    }
+  }
+  if (r.count != n)
+    fail(GW_ERR_MISMATCH, "buffer " + std::to_string(buffer_id) + " had " + std::to_string(r.count) +
+                              " elements and now has " + std::to_string(n) +
+                              "; use one buffer id per tensor or bucket, or reset the error feedback");
+  auto* residual = static_cast<float*>(r.data.reserve(4 * n));
+  auto* x_plus = static_cast<float*>(x_plus_device_.reserve(4 * n));
+  auto* decoded = static_cast<float*>(decoded_device_.reserve(4 * n));
+  // The host path's arithmetic, in the same order: x + residual, encode, decode, x_plus - decoded.
+  device::copy_on_device(x_plus, in.data, 4 * n, in.stream);
+  device::add_f32(x_plus, residual, n, in.stream);
+  gw_tensor t = in;
+  t.data = x_plus;
+  const uint64_t size = codec_.encode(ctx, t, payload, capacity);
+  t.data = decoded;
+  codec_.decode(ctx, payload, size, t, 0);
+  device::subtract_f32(residual, x_plus, decoded, n, in.stream);
+  r.stream = in.stream;
+  residuals_.erase(buffer_id);  // a copy fetch_all made is stale now
+  return size;
+}
+
+void ErrorFeedback::fetch_all() const {
+  for (const auto& [id, r] : on_device_) {
+    std::vector<float>& host = residuals_[id];
+    host.resize(r.count);
+    device::use_device(device_);
+    device::copy_to_host(host.data(), r.data.data(), 4 * r.count, r.stream);
+  }
+}
+
+const ErrorFeedback::Residuals& ErrorFeedback::residuals() const {
+  fetch_all();
+  return residuals_;
+}
+
+void ErrorFeedback::reset() {
+  residuals_.clear();
+  on_device_.clear();
+}
 
 const std::vector<float>& ErrorFeedback::residual(uint64_t buffer_id) const {
   static const std::vector<float> none;
+  if (on_device_.count(buffer_id)) fetch_all();
   auto it = residuals_.find(buffer_id);
   return it == residuals_.end() ? none : it->second;
 }
 
 uint64_t ErrorFeedback::state_size() const {
+  fetch_all();
   uint64_t n = kHeader + kTrailer;
   for (const auto& [id, r] : residuals_) n += 16 + 4 * r.size();
   return n;
@@ -132,6 +206,7 @@ void ErrorFeedback::load(const void* buf, uint64_t size) {
   }
   if (p != end) bad_blob(std::to_string(end - p) + " bytes follow the last buffer");
   residuals_ = std::move(loaded);
+  on_device_.clear();  // the loaded residuals move to the device at their buffers' next device encoding
 }
 
 }  // namespace gw

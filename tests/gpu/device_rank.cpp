@@ -1,7 +1,8 @@
 // One rank of the multi-rank device check (label gpu, started by gpu_path_test through `gradwire run`):
 // for every codec with CUDA kernels, the compressed allreduce (avg) of a device tensor — encoded and
 // decoded on the device, payloads staged through host memory — must give, on every rank, the bits the
-// same allreduce of the same values in host memory gives. Exits 0 with "SKIP" when there is no device.
+// same allreduce of the same values in host memory gives, with and without error feedback (whose
+// residuals stay on the device). Exits 0 with "SKIP" when there is no device.
 #include <cuda_runtime_api.h>
 #include <gradwire/gradwire.h>
 
@@ -59,6 +60,34 @@ int main() {
           " elements, the first at " + std::to_string(first) + " (" + std::to_string(back[first]) + " vs " +
           std::to_string(host[first]) + ")");
     std::printf("[%d] %s: device == host, %llu elements\n", g_rank, name, static_cast<unsigned long long>(n));
+    gw_codec_destroy(codec);
+  }
+  // With error feedback, three steps: the residuals stay on the device and give the host's bits.
+  for (const char* name : {"int8", "onebit", "topk"}) {
+    gw_codec* codec = nullptr;
+    check(gw_codec_create(rt, name, &codec), std::string("gw_codec_create ") + name);
+    gw_error_feedback *ef_host = nullptr, *ef_dev = nullptr;
+    check(gw_error_feedback_create(codec, &ef_host), "gw_error_feedback_create");
+    check(gw_error_feedback_create(codec, &ef_dev), "gw_error_feedback_create");
+    for (int step = 0; step < 3; ++step) {
+      std::vector<float> host(n);
+      for (uint64_t i = 0; i < n; ++i) host[i] = values[(i + uint64_t(step) * 7919) % n];
+      cudaMemcpy(dev, host.data(), n * 4, cudaMemcpyHostToDevice);
+      gw_tensor th = tensor(GW_DTYPE_F32, host.data(), n);
+      gw_tensor td = tensor(GW_DTYPE_F32, dev, n);
+      td.memory = GW_MEMORY_CUDA;
+      td.device = device;
+      td.stream = stream;
+      check(gw_allreduce_compressed_ef(comm, ef_host, nullptr, &th, &th, GW_REDUCE_AVG), std::string(name) + " ef host");
+      check(gw_allreduce_compressed_ef(comm, ef_dev, nullptr, &td, &td, GW_REDUCE_AVG), std::string(name) + " ef device");
+      std::vector<float> back(n);
+      cudaMemcpy(back.data(), dev, n * 4, cudaMemcpyDeviceToHost);
+      if (std::memcmp(back.data(), host.data(), n * 4) != 0)
+        die(std::string(name) + " with error feedback, step " + std::to_string(step) + ": device differs from host");
+    }
+    std::printf("[%d] %s with error feedback: device == host over 3 steps\n", g_rank, name);
+    gw_error_feedback_destroy(ef_dev);
+    gw_error_feedback_destroy(ef_host);
     gw_codec_destroy(codec);
   }
   cudaStreamDestroy(stream);
