@@ -148,15 +148,15 @@ def _is_torch(obj):
     return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
 
 
-def as_buffer(obj, what="buffer", writable=False, dtype=None):
-    """A gw_tensor over `obj` without copying: a torch tensor (CPU; contiguous), a numpy array (C-contiguous)
-    or any object with the buffer protocol (bytearray, memoryview, array.array, bytes when read-only).
-    `dtype` ("f32", ...) is the element type required, or None for any. Raises InvalidArgumentError
-    naming `what` and the problem."""
+def as_buffer(obj, what="buffer", writable=False, dtype=None, device_ok=False):
+    """A gw_tensor over `obj` without copying: a torch tensor (contiguous; on the CPU, or on a CUDA device
+    where `device_ok`), a numpy array (C-contiguous) or any object with the buffer protocol (bytearray,
+    memoryview, array.array, bytes when read-only). `dtype` ("f32", ...) is the element type required, or
+    None for any. Raises InvalidArgumentError naming `what` and the problem."""
     if isinstance(obj, _Buffer):
         buf = obj
     elif _is_torch(obj):
-        buf = _torch_buffer(obj, what)
+        buf = _torch_buffer(obj, what, device_ok)
     elif hasattr(obj, "__array_interface__"):
         buf = _numpy_buffer(obj, what, writable)
     else:
@@ -167,18 +167,30 @@ def as_buffer(obj, what="buffer", writable=False, dtype=None):
     return buf
 
 
-def _torch_buffer(t, what):
+def _device_buffer(obj, what="buffer", writable=False, dtype=None):
+    """as_buffer for the calls that take device tensors (the communicator's collectives, gw_sync)."""
+    return as_buffer(obj, what, writable, dtype, device_ok=True)
+
+
+def _torch_buffer(t, what, device_ok=False):
     name = _TORCH_DTYPES.get(str(t.dtype))
     if name is None:
         raise InvalidArgumentError(f"{what} is a torch tensor of {t.dtype}; gradwire takes "
                                    f"{', '.join(_TORCH_DTYPES)}")
-    if t.device.type != "cpu":
-        raise UnsupportedError(f"{what} lives on {t.device}; this build of the binding takes CPU tensors "
-                               f"(copy it with .cpu())")
+    if t.device.type not in ("cpu", "cuda") or (t.device.type == "cuda" and not device_ok):
+        raise UnsupportedError(f"{what} lives on {t.device}; this call takes CPU tensors (copy it with .cpu()); "
+                               f"the communicator's collectives and gw_sync also take CUDA tensors")
     if not t.is_contiguous():
         raise InvalidArgumentError(f"{what} is not contiguous (strides {tuple(t.stride())}); pass "
                                    f"tensor.contiguous()")
     tensor = gw_tensor(memory=_lib.GW_MEMORY_HOST, dtype=DTYPES[name], data=t.data_ptr() or None, count=t.numel())
+    if t.device.type == "cuda":
+        # The device and the stream PyTorch orders this tensor's work on: gradwire orders its own work
+        # there too (after what is queued, before what comes next).
+        import torch
+        tensor.memory = _lib.GW_MEMORY_CUDA
+        tensor.device = t.device.index if t.device.index is not None else torch.cuda.current_device()
+        tensor.stream = torch.cuda.current_stream(t.device).cuda_stream or None
     return _Buffer(tensor, t, t.numel() * t.element_size(), name)
 
 
@@ -670,8 +682,8 @@ class Comm(_Handle):
         return None
 
     def _inout(self, inp, out, what_in="in", what_out="out"):
-        i = as_buffer(inp, what_in, writable=out is None)
-        o = i if out is None else as_buffer(out, what_out, writable=True)
+        i = _device_buffer(inp, what_in, writable=out is None)
+        o = i if out is None else _device_buffer(out, what_out, writable=True)
         return i, o
 
     def allreduce(self, inp, out=None, op="sum"):
@@ -715,11 +727,11 @@ class Comm(_Handle):
         return self._run(True, False, lib().gw_allgatherv_start, (_ref(i), _ref(o), c), (i, o, c))
 
     def broadcast(self, buf, root=0):
-        b = as_buffer(buf, "buf", writable=True)
+        b = _device_buffer(buf, "buf", writable=True)
         return self._run(False, True, lib().gw_broadcast, (_ref(b), root), None)
 
     def broadcast_start(self, buf, root=0):
-        b = as_buffer(buf, "buf", writable=True)
+        b = _device_buffer(buf, "buf", writable=True)
         return self._run(True, False, lib().gw_broadcast_start, (_ref(b), root), b)
 
     def barrier(self):
@@ -729,19 +741,19 @@ class Comm(_Handle):
         return self._run(True, False, lib().gw_barrier_start, (), None)
 
     def send(self, buf, peer, tag=0):
-        b = as_buffer(buf, "buf")
+        b = _device_buffer(buf, "buf")
         return self._run(False, True, lib().gw_send, (_ref(b), peer, tag), None)
 
     def send_start(self, buf, peer, tag=0):
-        b = as_buffer(buf, "buf")
+        b = _device_buffer(buf, "buf")
         return self._run(True, False, lib().gw_send_start, (_ref(b), peer, tag), b)
 
     def recv(self, buf, peer, tag=0):
-        b = as_buffer(buf, "buf", writable=True)
+        b = _device_buffer(buf, "buf", writable=True)
         return self._run(False, True, lib().gw_recv, (_ref(b), peer, tag), None)
 
     def recv_start(self, buf, peer, tag=0):
-        b = as_buffer(buf, "buf", writable=True)
+        b = _device_buffer(buf, "buf", writable=True)
         return self._run(True, False, lib().gw_recv_start, (_ref(b), peer, tag), b)
 
     def allreduce_compressed(self, codec, inp, out=None, op="avg", *, seed=0, step=0):
@@ -794,8 +806,9 @@ class Sync(_Handle):
     def register(self, name, gradient, parameter=None):
         """Registers an f32 gradient (and, for schedules that average parameters, its parameter); both must
         stay where they are while the synchronizer lives (the binding keeps them referenced)."""
-        g = as_buffer(gradient, f"gradient of '{name}'", writable=True, dtype="f32")
-        p = None if parameter is None else as_buffer(parameter, f"parameter of '{name}'", writable=True, dtype="f32")
+        g = _device_buffer(gradient, f"gradient of '{name}'", writable=True, dtype="f32")
+        p = None if parameter is None else _device_buffer(parameter, f"parameter of '{name}'", writable=True,
+                                                          dtype="f32")
         _check(lib().gw_sync_register(self.handle, name.encode(), _ref(g), _ref(p)))
         self._tensors.append((g, p))
 

@@ -223,9 +223,11 @@ class HookState:
                 raise _core.InvalidArgumentError(f"gradient bucket {bucket.index()} holds {buf.dtype}; the gradwire hook "
                                                  f"averages float32 gradients (train in float32, or keep this model "
                                                  f"on DDP's own hooks)")
-            if buf.device.type != "cpu":
+            if buf.device.type not in ("cpu", "cuda"):
                 raise _core.UnsupportedError(f"gradient bucket {bucket.index()} lives on {buf.device}; the gradwire hook "
-                                             f"takes CPU tensors in this version")
+                                             f"takes CPU and CUDA tensors")
+            # A CUDA bucket's collectives are ordered on the stream the backward pass queued it on.
+            stream = torch.cuda.current_stream(buf.device) if buf.device.type == "cuda" else None
             if not buf.is_contiguous():
                 raise _core.InvalidArgumentError(f"gradient bucket {bucket.index()}'s buffer is not contiguous")
             nbytes = buf.numel() * buf.element_size()
@@ -240,7 +242,7 @@ class HookState:
         except _core.Error as e:
             fut.set_exception(e)
             return fut
-        self._queue.put(("bucket", bucket.index(), buf, layout, fut))
+        self._queue.put(("bucket", bucket.index(), buf, layout, stream, fut))
         return fut
 
     # ---- the progress thread ----
@@ -345,12 +347,18 @@ class HookState:
             self._runs[key] = run
         return run
 
-    def _start_bucket(self, comm, inflight, index, buf, layout, fut):
+    def _start_bucket(self, comm, inflight, index, buf, layout, stream, fut):
         if self._failed is not None:
             fut.set_exception(self._earlier())
             return
+        if stream is not None:
+            with torch.cuda.stream(stream):
+                return self._start_runs(comm, inflight, index, buf, layout, fut)
+        return self._start_runs(comm, inflight, index, buf, layout, fut)
+
+    def _start_runs(self, comm, inflight, index, buf, layout, fut):
+        reqs = []
         try:
-            reqs = []
             for i, (codec_name, offset, count) in enumerate(layout):
                 run = self._run_of(index, i, codec_name, offset, count)
                 x = buf[offset:offset + count]

@@ -126,3 +126,66 @@ def test_process_group_helper_maps_gradwire_run_variables(monkeypatch):
         backend=backend, rank=os.environ["RANK"], world=os.environ["WORLD_SIZE"], port=os.environ["MASTER_PORT"]))
     gwt.init_process_group()
     assert seen == {"backend": "gloo", "rank": "1", "world": "3", "port": "23456"}
+
+
+class _CudaDevice:
+    type = "cuda"
+
+    def __init__(self, index):
+        self.index = index
+
+    def __str__(self):
+        return f"cuda:{self.index}"
+
+
+class _CudaTensorStandIn:
+    """What the binding reads of a CUDA torch tensor (this machine's PyTorch has no CUDA): its dtype, device,
+    layout and address."""
+
+    __module__ = "torch.standin"
+
+    def __init__(self, n=10, contiguous=True):
+        self.dtype, self.device, self.n, self.contiguous = torch.float32, _CudaDevice(1), n, contiguous
+
+    def data_ptr(self):
+        return 0x7F0000001000
+
+    def numel(self):
+        return self.n
+
+    def element_size(self):
+        return 4
+
+    def is_contiguous(self):
+        return self.contiguous
+
+    def stride(self):
+        return (1,) if self.contiguous else (2,)
+
+
+def test_cuda_tensors_carry_device_and_stream_to_the_collectives(monkeypatch):
+    from gradwire import _core, _lib
+
+    class Stream:
+        cuda_stream = 0x5EED
+
+    seen = []
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: seen.append(device) or Stream())
+    t = _CudaTensorStandIn()
+    buf = _core._device_buffer(t, "x", writable=True, dtype="f32")
+    assert buf.tensor.memory == _lib.GW_MEMORY_CUDA
+    assert buf.tensor.device == 1
+    assert buf.tensor.stream == 0x5EED
+    assert buf.tensor.data == 0x7F0000001000 and buf.tensor.count == 10 and buf.nbytes == 40
+    assert seen and seen[0] is t.device  # the tensor's own device's stream
+    assert buf.owner is t  # kept alive with the request
+    with pytest.raises(gradwire.InvalidArgumentError, match="contiguous"):
+        _core._device_buffer(_CudaTensorStandIn(contiguous=False), "x")
+
+
+def test_cuda_tensors_refused_where_a_host_payload_is_written():
+    # Codec.encode writes the payload into host bytes: a device tensor there is refused before any C call.
+    rt = gradwire.Runtime()
+    with gradwire.Codec(rt, "int8") as codec, pytest.raises(gradwire.UnsupportedError, match=r"\.cpu\(\)"):
+        codec.encode(_CudaTensorStandIn())
+    rt.close()
