@@ -67,7 +67,9 @@ gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw
                       o.dtype == GW_DTYPE_F32;
   if (on_device(*comm->impl, *codec, i, o)) {
     // Encoded and decoded on the device by the codec's CUDA kernels; only payloads cross to the host.
-    // The request completes once the result is in device memory (the stream is waited for).
+    // The request completes once the result is in device memory (the stream is waited for). A device
+    // this process cannot use is refused here, on the caller's thread, before anything starts.
+    gw::device::use_device(o.device);
     a.buf = static_cast<float*>(o.data);
     if (i.data != o.data) a.in = static_cast<const float*>(i.data);
     a.memory = gw::coll::cuda_memory(o.device, o.stream);

@@ -51,7 +51,13 @@ void synchronize(void* stream) {
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "waiting for the tensor's stream");
 }
 
-void use_device(int device) { check(cudaSetDevice(device), "selecting the tensor's CUDA device"); }
+void use_device(int device) {
+  const cudaError_t e = cudaSetDevice(device);
+  if (e != cudaSuccess)
+    fail(GW_ERR_INVALID_ARGUMENT, "the tensor is on CUDA device " + std::to_string(device) + ", which this process "
+                                  "cannot use (" + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) +
+                                  "); pass a tensor on a visible device, or host memory");
+}
 
 void copy_on_device(void* dst, const void* src, size_t bytes, void* stream) {
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),

@@ -95,6 +95,27 @@ TEST(DevicePath, CompressedAllreduceOnDeviceEqualsHostBitsOnThreeRanks) {
     EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
 }
 
+// Without a usable device (this CI machine), a CUDA tensor is refused at the call with a message that
+// names the device and the fix, before any collective starts: no crash, no hang.
+TEST(DevicePath, ACudaTensorWithoutAUsableDeviceIsRefusedAtTheCall) {
+  if (have_device()) GTEST_SKIP() << "a CUDA device is present";
+  OneRank r("");
+  gw_codec* codec = nullptr;
+  ASSERT_EQ(gw_codec_create(r.rt, "int8", &codec), GW_OK) << gw_last_error();
+  float fake[16] = {};
+  gw_tensor td = tensor(GW_MEMORY_CUDA, GW_DTYPE_F32, fake, 16);
+  const gw_status st = gw_allreduce_compressed(r.comm, codec, nullptr, &td, &td, GW_REDUCE_AVG);
+  EXPECT_EQ(st, GW_ERR_INVALID_ARGUMENT) << gw_last_error();
+  const std::string message = gw_last_error();
+  EXPECT_NE(message.find("CUDA device 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("host memory"), std::string::npos) << message;
+  // The communicator is still usable: a host allreduce after the refusal completes.
+  std::vector<float> host = values(100);
+  gw_tensor th = tensor(GW_MEMORY_HOST, GW_DTYPE_F32, host.data(), host.size());
+  EXPECT_EQ(gw_allreduce_compressed(r.comm, codec, nullptr, &th, &th, GW_REDUCE_AVG), GW_OK) << gw_last_error();
+  gw_codec_destroy(codec);
+}
+
 TEST(DevicePath, SyncWithDeviceF32AndBf16Gradients) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   for (gw_dtype dt : {GW_DTYPE_F32, GW_DTYPE_BF16}) {
