@@ -31,6 +31,11 @@ using bytes::fnv1a64;
                            "; pass the bytes gw_error_feedback_save wrote, unmodified");
 }
 
+[[noreturn]] void count_changed(uint64_t buffer_id, uint64_t had, uint64_t now) {
+  fail(GW_ERR_MISMATCH, "buffer " + std::to_string(buffer_id) + " had " + std::to_string(had) + " elements and now has " +
+                            std::to_string(now) + "; use one buffer id per tensor or bucket, or reset the error feedback");
+}
+
 }  // namespace
 
 void ef_add_residual(const float* x, const float* residual, float* x_plus, uint64_t n) {
@@ -54,10 +59,7 @@ uint64_t ErrorFeedback::encode(uint64_t buffer_id, const gw_codec_context& ctx, 
   auto [it, fresh] = residuals_.try_emplace(buffer_id);
   std::vector<float>& r = it->second;
   if (fresh) r.assign(in.count, 0.0f);
-  if (r.size() != in.count)
-    fail(GW_ERR_MISMATCH, "buffer " + std::to_string(buffer_id) + " had " + std::to_string(r.size()) +
-                              " elements and now has " + std::to_string(in.count) +
-                              "; use one buffer id per tensor or bucket, or reset the error feedback");
+  if (r.size() != in.count) count_changed(buffer_id, r.size(), in.count);
   x_plus_.resize(in.count);
   decoded_.resize(in.count);
   ef_add_residual(static_cast<const float*>(in.data), r.data(), x_plus_.data(), in.count);
@@ -86,9 +88,7 @@ uint64_t ErrorFeedback::encode_on_device(uint64_t buffer_id, const gw_codec_cont
     if (host != residuals_.end() && host->second.size() != n) {
       const uint64_t had = host->second.size();
       on_device_.erase(it);
-      fail(GW_ERR_MISMATCH, "buffer " + std::to_string(buffer_id) + " had " + std::to_string(had) +
-                                " elements and now has " + std::to_string(n) +
-                                "; use one buffer id per tensor or bucket, or reset the error feedback");
+      count_changed(buffer_id, had, n);
     }
     r.count = n;
     void* data = r.data.reserve(4 * n);
@@ -99,10 +99,7 @@ uint64_t ErrorFeedback::encode_on_device(uint64_t buffer_id, const gw_codec_cont
       device::zero(data, 4 * n, in.stream);
     }
   }
-  if (r.count != n)
-    fail(GW_ERR_MISMATCH, "buffer " + std::to_string(buffer_id) + " had " + std::to_string(r.count) +
-                              " elements and now has " + std::to_string(n) +
-                              "; use one buffer id per tensor or bucket, or reset the error feedback");
+  if (r.count != n) count_changed(buffer_id, r.count, n);
   auto* residual = static_cast<float*>(r.data.reserve(4 * n));
   auto* x_plus = static_cast<float*>(x_plus_device_.reserve(4 * n));
   auto* decoded = static_cast<float*>(decoded_device_.reserve(4 * n));
