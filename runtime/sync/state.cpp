@@ -76,7 +76,15 @@ std::vector<unsigned char> Synchronizer::save_state() {
   w.u32(uint32_t(slots_.size()));
   for (const auto& [slot, exchanges] : slots_) {
     w.u64(slot);
-    for (const auto& e : exchanges) w.f32s(e->data.data(), e->data.size());
+    for (uint32_t b = 0; b < exchanges.size(); ++b) {
+      Exchange& e = *exchanges[b];
+      if (e.memory) {  // a device exchange: its average fetched (it is still applied from the device)
+        e.data.resize(buckets_[b].count);
+        device::use_device(buckets_[b].device_index);
+        device::copy_to_host(e.data.data(), e.device_data->data(), 4 * e.data.size(), buckets_[b].stream);
+      }
+      w.f32s(e.data.data(), e.data.size());
+    }
   }
   return w.finish_with_checksum();
 }

@@ -7,6 +7,7 @@
 
 #include "codec/staging.hpp"
 #include "collectives/algorithms.hpp"
+#include "collectives/two_level.hpp"
 #include "comm/allreduce_start.hpp"
 #include "core/error.hpp"
 #include "sync/auto_codec.hpp"
@@ -181,6 +182,7 @@ void Synchronizer::finalize() {
     set_codec(b, codec);
     b.tensors = list;
     for (uint32_t i : list) b.count += tensors_[i].gradient.count;
+    place(b);
     buckets_.push_back(std::move(b));
   }
   check_registrations();
@@ -304,6 +306,38 @@ void Synchronizer::unpack_gradients(const Bucket& b, const float* in) {
   }
 }
 
+void Synchronizer::unpack(Bucket& b, Exchange& e) {
+  if (!e.memory) {
+    unpack_gradients(b, e.data.data());
+    return;
+  }
+  device::use_device(b.device_index);
+  const auto* x = static_cast<const float*>(e.device_data->data());
+  for (uint32_t i : b.tensors) {
+    const TensorEntry& t = tensors_[i];
+    e.memory->copy(static_cast<float*>(t.gradient.data), x + t.offset, t.gradient.count);
+  }
+  device::synchronize(b.stream);  // gw_sync_step returns with the averages in place, as on the host
+  b.device_spare.push_back(std::move(e.device_data));
+}
+
+void Synchronizer::place(Bucket& b) {
+  b.device.reset();
+  b.device_spare.clear();
+  if (b.tensors.empty() || momentum_ > 0 || !b.codec || !(b.codec->properties().flags & GW_CODEC_CUDA) ||
+      coll::use_two_level(comm_.topology(), comm_.settings().two_level))
+    return;
+  const gw_tensor& first = tensors_[b.tensors.front()].gradient;
+  for (uint32_t i : b.tensors) {
+    const gw_tensor& g = tensors_[i].gradient;
+    if (g.memory != GW_MEMORY_CUDA || g.dtype != GW_DTYPE_F32 || g.device != first.device || g.stream != first.stream)
+      return;
+  }
+  b.device_index = first.device;
+  b.stream = first.stream;
+  b.device = coll::cuda_memory(first.device, first.stream);
+}
+
 std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool accumulated, bool after_accumulate) {
   Bucket& b = buckets_[bucket];
   // The pieces of one exchange are encoded as the data flows, so two exchanges of a bucket in flight
@@ -312,6 +346,27 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
   if (b.ef)
     for (auto& [slot, exchanges] : slots_) finish(bucket, *exchanges[bucket]);
   auto e = std::make_unique<Exchange>();
+  if (b.device && !accumulated) {
+    // In device memory: the gradients copied into a device bucket, encoded there (an accumulator is
+    // host memory: accumulated exchanges are staged).
+    device::use_device(b.device_index);
+    if (b.device_spare.empty()) {
+      e->device_data = std::make_unique<device::Buffer>();
+    } else {
+      e->device_data = std::move(b.device_spare.back());
+      b.device_spare.pop_back();
+    }
+    auto* x = static_cast<float*>(e->device_data->reserve(4 * b.count));
+    for (uint32_t i : b.tensors) {
+      const TensorEntry& t = tensors_[i];
+      b.device->copy(x + t.offset, static_cast<const float*>(t.gradient.data), t.gradient.count);
+    }
+    e->memory = b.device;
+    e->started = Clock::now();
+    start_average(bucket, true, b.ef.get(), x, *e, seq_base_ + bucket, b.device);
+    ++b.exchanges;
+    return e;
+  }
   e->data.resize(b.count);
   float* x = e->data.data();
   if (accumulated) {
@@ -337,7 +392,7 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
 }
 
 void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback* ef, float* x, Exchange& e,
-                                 std::optional<uint32_t> seq) {
+                                 std::optional<uint32_t> seq, std::shared_ptr<coll::TensorMemory> memory) {
   const Bucket& b = buckets_[bucket];
   if (!compressed) {
     e.request = comm::start_allreduce_dense(comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, seq, &e.stats);
@@ -352,6 +407,7 @@ void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback
   a.count = b.count;
   a.op = GW_REDUCE_AVG;
   a.stats = &e.stats;
+  a.memory = std::move(memory);
   e.request = comm::start_allreduce_compressed(comm_, a, seq);
 }
 
@@ -396,6 +452,7 @@ void Synchronizer::set_codec(Bucket& b, const std::string& name) {
   b.codec = codec;
   b.ef = std::move(grad_ef);
   b.parameter_ef = std::move(param_ef);
+  place(b);
 }
 
 void Synchronizer::recheck_auto() {
@@ -488,7 +545,7 @@ void Synchronizer::do_sync_gradients(StepContext& ctx) {
   for (uint32_t b = 0; b < buckets_.size(); ++b) running.push_back(early_or_start(b, false, false));
   for (uint32_t b = 0; b < buckets_.size(); ++b) {
     finish(b, *running[b]);
-    unpack_gradients(buckets_[b], running[b]->data.data());
+    unpack(buckets_[b], *running[b]);
   }
   ctx.flags |= GW_SYNC_GRADIENTS_AVERAGED;
 }
@@ -546,7 +603,7 @@ void Synchronizer::do_finish_exchange(StepContext& ctx, uint64_t slot) {
                            ", which was never started (or was finished already)");
   for (uint32_t b = 0; b < buckets_.size(); ++b) {
     finish(b, *it->second[b]);
-    unpack_gradients(buckets_[b], it->second[b]->data.data());
+    unpack(buckets_[b], *it->second[b]);
   }
   slots_.erase(it);
   ctx.flags |= GW_SYNC_GRADIENTS_AVERAGED;

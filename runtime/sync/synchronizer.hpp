@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "codec/codec.hpp"
+#include "codec/device.hpp"
 #include "collectives/compressed.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
@@ -63,7 +64,10 @@ struct Accounting {
 
 // One bucket's averaging in flight (or finished and not yet applied).
 struct Exchange {
-  std::vector<float> data;
+  std::vector<float> data;  // a host exchange's elements; a device exchange's once a checkpoint fetched them
+  // A device bucket's exchange (Synchronizer::place): its elements in device memory, and that memory.
+  std::unique_ptr<device::Buffer> device_data;
+  std::shared_ptr<coll::TensorMemory> memory;
   gw_request* request = nullptr;  // nullptr once finished
   coll::CompressedStats stats;
   std::chrono::steady_clock::time_point started;
@@ -112,6 +116,12 @@ class Synchronizer {
     // feedback on the parameter difference since then.
     std::vector<float> anchor;
     std::unique_ptr<ErrorFeedback> parameter_ef;
+    // Exchanged in device memory (place): the gradients' device memory, and device buffers that earlier
+    // exchanges gave back. nullptr: staged through the host.
+    std::shared_ptr<coll::TensorMemory> device;
+    int device_index = 0;
+    void* stream = nullptr;
+    std::vector<std::unique_ptr<device::Buffer>> device_spare;
     uint64_t exchanges = 0;                 // started so far: the codec context's step, alike on every rank
     std::unique_ptr<Exchange> early;        // started by bucket_ready in this step
     std::optional<Rollback> rollback;       // the state before this step's early start
@@ -149,13 +159,19 @@ class Synchronizer {
 
   void pack_gradients(const Bucket& b, float* out) const;
   void unpack_gradients(const Bucket& b, const float* in);
+  // Writes an exchange's average into the bucket's gradients, from the host or the device.
+  void unpack(Bucket& b, Exchange& e);
+  // Whether bucket b is exchanged in device memory: every gradient f32 in CUDA memory on one device and
+  // stream, a codec with CUDA kernels, no momentum (its velocity is host memory) and the flat
+  // algorithms. Sets b.device (or clears it); called when the bucket's codec or tensors are set.
+  void place(Bucket& b);
   // Starts averaging bucket `bucket`: its gradients, or (accumulated) the accumulator plus, unless
   // already added (after_accumulate), this step's gradients, divided by the micro-steps.
   std::unique_ptr<Exchange> start_exchange(uint32_t bucket, bool accumulated, bool after_accumulate);
   // Starts the average over the ranks of `x` (bucket `bucket`'s elements) into e.request: through the
   // bucket's codec with error feedback `ef` when `compressed`, else dense; bytes booked into e.stats.
   void start_average(uint32_t bucket, bool compressed, ErrorFeedback* ef, float* x, Exchange& e,
-                     std::optional<uint32_t> seq);
+                     std::optional<uint32_t> seq, std::shared_ptr<coll::TensorMemory> memory = nullptr);
   // The early exchange of this step, or a new one.
   std::unique_ptr<Exchange> early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate);
   void start_early(uint32_t bucket, bool accumulated);
