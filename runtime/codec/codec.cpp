@@ -84,11 +84,14 @@ uint64_t Codec::encode(const gw_codec_context& ctx, const gw_tensor& in, void* p
   return GW_WIRE_HEADER_SIZE + body_size;
 }
 
-void Codec::decode(const gw_codec_context& ctx, const void* payload, uint64_t size, gw_tensor& out, uint32_t flags) {
+void Codec::decode(const gw_codec_context& ctx, const void* payload, uint64_t size, gw_tensor& out, uint32_t flags,
+                   const void* host_header) {
   check_tensor(out, "output tensor");
   unsigned char staged[GW_WIRE_HEADER_SIZE];
   const void* header = payload;
-  if (out.memory == GW_MEMORY_CUDA && payload != nullptr && size >= GW_WIRE_HEADER_SIZE) {
+  if (host_header != nullptr && size >= GW_WIRE_HEADER_SIZE) {
+    header = host_header;
+  } else if (out.memory == GW_MEMORY_CUDA && payload != nullptr && size >= GW_WIRE_HEADER_SIZE) {
     device::copy_to_host(staged, payload, sizeof staged, out.stream);
     header = staged;
   }

@@ -30,7 +30,10 @@ class Codec {
   uint64_t max_payload_size(gw_dtype dtype, uint64_t count);
   // Encodes `in` into `payload`; returns the payload's size.
   uint64_t encode(const gw_codec_context& ctx, const gw_tensor& in, void* payload, uint64_t capacity);
-  void decode(const gw_codec_context& ctx, const void* payload, uint64_t size, gw_tensor& out, uint32_t flags);
+  // `host_header`: the payload's wire header in host memory when the caller has it (a device payload
+  // staged from the host); otherwise a device payload's header is copied to the host to be checked.
+  void decode(const gw_codec_context& ctx, const void* payload, uint64_t size, gw_tensor& out, uint32_t flags,
+              const void* host_header = nullptr);
 
  private:
   void check_tensor(const gw_tensor& t, const char* what) const;

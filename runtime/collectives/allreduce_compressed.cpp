@@ -73,12 +73,14 @@ void CodecOps::decode(uint64_t offset, const void* payload, uint64_t size, float
   const auto start = Clock::now();
   gw_tensor t = memory_->tensor(out, count);
   const void* from = payload;
+  const void* host_header = nullptr;  // staged: the header is read where it arrived, without a copy back
   if (!memory_->direct_payloads()) {
     void* staged = memory_->payload_scratch(size);
     memory_->payload_from_host(staged, payload, size);
     from = staged;
+    host_header = payload;
   }
-  codec_.decode(context_for(offset), from, size, t, accumulate ? uint32_t(GW_DECODE_ACCUMULATE) : 0u);
+  codec_.decode(context_for(offset), from, size, t, accumulate ? uint32_t(GW_DECODE_ACCUMULATE) : 0u, host_header);
   decode_seconds_ += since(start);
 }
 
