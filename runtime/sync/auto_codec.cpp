@@ -212,8 +212,16 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   link_text << "link " << (link.beta > 0 ? 1e-6 / link.beta : 0) << " MB/s, alpha " << link.alpha * 1e6 << " us, "
             << link_source;
   for (size_t b = 0; b < bucket_counts.size(); ++b) {
-    const gm::Choice c = gm::choose(m, allowed, 4.0 * double(bucket_counts[b]), t, 0.05, st);
-    out.push_back({c.codec, c.reason + "; " + link_text.str(), c.predicted});
+    const double bytes = 4.0 * double(bucket_counts[b]);
+    const gm::Choice c = gm::choose(m, allowed, bytes, t, kAutoMargin, st);
+    out.push_back({c.codec, c.reason + "; " + link_text.str(), c.predicted, {}});
+    const auto candidate = [&](const gm::CodecCost& k) {
+      const gm::Cost x = gm::exchange(k, bytes, t, gm::Algorithm::Auto, st);
+      const double link_part = std::min(x.total, x.latency + x.wire);
+      out.back().candidates.push_back({k.name, link_part, x.total - link_part});
+    };
+    candidate(gm::CodecCost{"none", gm::CodecKind::Dense, 1, 0, 0});
+    for (const gm::CodecCost& k : m.codecs) candidate(k);
     runtime.logger().info("sync", "auto codec: bucket " + std::to_string(b) + " (" + mb(4.0 * double(bucket_counts[b])) +
                                       "): " + c.codec + ": " + out.back().reason);
   }
@@ -235,6 +243,35 @@ bool remeasure_confirms(const std::string& codec_before, double predicted_before
                         double drift) {
   if (now.codec != codec_before || predicted_before <= 0 || now.predicted <= 0) return false;
   return std::max(now.predicted / predicted_before, predicted_before / now.predicted) <= drift;
+}
+
+std::string choice_under_drift(const std::vector<AutoCandidate>& candidates, const std::string& chosen,
+                               double measured, double margin) {
+  const AutoCandidate* mine = nullptr;
+  for (const AutoCandidate& c : candidates)
+    if (c.codec == chosen) mine = &c;
+  if (!mine || measured <= 0) return "";
+  // The rule of gm::choose over rescaled candidates: scale(c) is a candidate's time.
+  const auto pick = [&](auto scale) {
+    const AutoCandidate* best = nullptr;
+    double none = -1;
+    for (const AutoCandidate& c : candidates) {
+      if (c.codec == "none") {
+        none = scale(c);
+      } else if (!best || scale(c) < scale(*best)) {
+        best = &c;
+      }
+    }
+    if (!best) return std::string("none");
+    if (none < 0) return best->codec;
+    return scale(*best) < (1 - margin) * none ? best->codec : std::string("none");
+  };
+  const double on_link = mine->link > 0 ? std::max(0.0, (measured - mine->fixed) / mine->link) : -1;
+  const double on_work = mine->fixed > 0 ? std::max(0.0, (measured - mine->link) / mine->fixed) : -1;
+  if (on_link < 0 || on_work < 0) return "";
+  const std::string a = pick([&](const AutoCandidate& c) { return c.fixed + on_link * c.link; });
+  const std::string b = pick([&](const AutoCandidate& c) { return on_work * c.fixed + c.link; });
+  return a == chosen && b == chosen ? chosen : "";
 }
 
 }  // namespace gw::sync

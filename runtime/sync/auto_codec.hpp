@@ -16,11 +16,31 @@
 
 namespace gw::sync {
 
+// A codec must be predicted this much faster than uncompressed to be chosen (noise does not switch
+// compression on).
+inline constexpr double kAutoMargin = 0.05;
+
+// One candidate's predicted exchange of a bucket, split into what scales with the link (latency and
+// wire time) and the rest (codec and reduction work), in seconds.
+struct AutoCandidate {
+  std::string codec;
+  double link = 0;
+  double fixed = 0;
+};
+
 struct AutoChoice {
   std::string codec;
   std::string reason;
   double predicted = 0;  // seconds, the chosen codec's exchange of the bucket
+  std::vector<AutoCandidate> candidates;  // none first, then the allowed codecs that were measured
 };
+
+// The codec the choice rule (the fastest codec unless it is not `margin` faster than uncompressed) picks
+// once the candidates are rescaled so that `chosen` takes `measured` seconds: with the gap put on the
+// link (every candidate's link part scaled alike) and, separately, on the work (every fixed part). ""
+// when the two disagree or no candidate is `chosen`: the drift may change the choice, measure again.
+std::string choice_under_drift(const std::vector<AutoCandidate>& candidates, const std::string& chosen,
+                               double measured, double margin);
 
 // Collective: every rank calls it with the same bucket sizes (f32 elements). Returns one choice per
 // bucket. A codec in `allow` that does not exist, or a bad model file, is GW_ERR_CONFIG. `measure_now`

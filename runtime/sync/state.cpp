@@ -202,6 +202,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       b.codec_reason = "taken from the checkpoint, where it had been chosen";
       b.recent.clear();
       b.predicted_seconds = b.expected_seconds = 0;  // unknown: the next check chooses again (recheck_auto)
+      b.candidates.clear();
     }
     b.exchanges = loaded[bi].exchanges;
     b.accumulator = std::move(loaded[bi].accumulator);

@@ -23,6 +23,7 @@
 #include "core/error.hpp"
 #include "core/runtime.hpp"
 #include "ef/error_feedback.hpp"
+#include "sync/auto_codec.hpp"
 #include "sync/schedule.hpp"
 
 namespace gw::sync {
@@ -134,6 +135,8 @@ class Synchronizer {
     // re-measurement confirmed the prediction, the time the exchanges took in place (ranks that compute
     // between exchanges take longer than the idle measurement says; that alone is not drift).
     double expected_seconds = 0;
+    std::string chosen_reason;                // the last choice's reason (codec_reason may add to it)
+    std::vector<AutoCandidate> candidates;    // that choice's candidates, for the drift check
     std::vector<double> recent;    // measured exchange times since the last check
   };
   // What the schedule will do this step, from a dry run of on_step on a copy of its state.
