@@ -394,7 +394,7 @@ Choice choose(const Model& m, const std::vector<std::string>& allowed, double M,
               const Settings& st) {
   const CodecCost none{"none", CodecKind::Dense, 1, 0, 0};
   const Cost base = exchange(none, M, t, Algorithm::Auto, st);
-  Choice best{"none", "", base.total, base.total};
+  Choice best{"none", "", base.total, base.total, {{"none", base}}};
   const CodecCost* best_codec = nullptr;
   Cost best_cost = base;
   std::string skipped;
@@ -406,6 +406,7 @@ Choice choose(const Model& m, const std::vector<std::string>& allowed, double M,
       continue;
     }
     const Cost c = exchange(*k, M, t, Algorithm::Auto, st);
+    best.candidates.emplace_back(name, c);
     if (!best_codec || c.total < best_cost.total) best_codec = k, best_cost = c;
   }
   auto ms = [](double s) {
@@ -419,7 +420,7 @@ Choice choose(const Model& m, const std::vector<std::string>& allowed, double M,
     best.reason = "no compressing codec allowed and measured; uncompressed predicted " + ms(base.total) + tail;
     return best;
   }
-  if (best_cost.total < (1 - margin) * base.total) {
+  if (beats_uncompressed(best_cost.total, base.total, margin)) {
     best.codec = best_codec->name;
     best.predicted = best_cost.total;
     best.reason = best_codec->name + " (" + algorithm_name(best_cost.algorithm) + ") predicted " + ms(best_cost.total) +

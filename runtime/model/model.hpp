@@ -145,7 +145,13 @@ struct Choice {
   std::string reason;
   double predicted = 0;       // seconds, the chosen codec
   double predicted_none = 0;  // seconds, uncompressed
+  // Every candidate's cost: uncompressed first, then each allowed codec the model has, in `allowed` order.
+  std::vector<std::pair<std::string, Cost>> candidates;
 };
+// The choice rule: a codec is chosen over uncompressed only when it is more than `margin` faster.
+inline bool beats_uncompressed(double codec_seconds, double none_seconds, double margin) {
+  return codec_seconds < (1 - margin) * none_seconds;
+}
 Choice choose(const Model& m, const std::vector<std::string>& allowed, double bytes, const Topology& t,
               double margin = 0.05, const Settings& s = {});
 

@@ -215,15 +215,12 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     const double bytes = 4.0 * double(bucket_counts[b]);
     const gm::Choice c = gm::choose(m, allowed, bytes, t, kAutoMargin, st);
     out.push_back({c.codec, c.reason + "; " + link_text.str(), c.predicted, {}});
-    const auto candidate = [&](const gm::CodecCost& k) {
-      const gm::Cost x = gm::exchange(k, bytes, t, gm::Algorithm::Auto, st);
+    for (const auto& [name, x] : c.candidates) {
       const double link_part = std::min(x.total, x.latency + x.wire);
-      out.back().candidates.push_back({k.name, link_part, x.total - link_part});
-    };
-    candidate(gm::CodecCost{"none", gm::CodecKind::Dense, 1, 0, 0});
-    for (const gm::CodecCost& k : m.codecs) candidate(k);
-    runtime.logger().info("sync", "auto codec: bucket " + std::to_string(b) + " (" + mb(4.0 * double(bucket_counts[b])) +
-                                      "): " + c.codec + ": " + out.back().reason);
+      out.back().candidates.push_back({name, link_part, x.total - link_part});
+    }
+    runtime.logger().info("sync", "auto codec: bucket " + std::to_string(b) + " (" + mb(bytes) + "): " + c.codec +
+                                      ": " + out.back().reason);
   }
   return out;
 }
@@ -231,11 +228,9 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
 std::vector<double> auto_drift(comm::Communicator& comm, const std::vector<double>& ratios) {
   // An exchange's time on a rank includes its wait for the ranks that arrived later (they computed
   // longer). The rank that arrived last waited least: per bucket, the smallest ratio over the ranks is
-  // the exchange's own. 1 / r maxed over the ranks gives it, alike on every rank, in one reduction.
-  std::vector<double> v;
-  for (double r : ratios) v.push_back(1.0 / r);
-  if (!v.empty()) run_collective(comm, v.data(), v.size(), GW_DTYPE_F64, GW_REDUCE_MAX);
-  for (double& x : v) x = 1.0 / x;
+  // the exchange's own, alike on every rank after one reduction.
+  std::vector<double> v = ratios;
+  if (!v.empty()) run_collective(comm, v.data(), v.size(), GW_DTYPE_F64, GW_REDUCE_MIN);
   return v;
 }
 
@@ -264,7 +259,7 @@ std::string choice_under_drift(const std::vector<AutoCandidate>& candidates, con
     }
     if (!best) return std::string("none");
     if (none < 0) return best->codec;
-    return scale(*best) < (1 - margin) * none ? best->codec : std::string("none");
+    return gm::beats_uncompressed(scale(*best), none, margin) ? best->codec : std::string("none");
   };
   const double on_link = mine->link > 0 ? std::max(0.0, (measured - mine->fixed) / mine->link) : -1;
   const double on_work = mine->fixed > 0 ? std::max(0.0, (measured - mine->link) / mine->fixed) : -1;

@@ -78,7 +78,7 @@ std::vector<unsigned char> Synchronizer::save_state() {
     w.u64(slot);
     for (uint32_t b = 0; b < exchanges.size(); ++b) {
       Exchange& e = *exchanges[b];
-      if (e.memory) {  // a device exchange: its average fetched (it is still applied from the device)
+      if (e.device_data) {  // a device exchange: its average fetched (it is still applied from the device)
         e.data.resize(buckets_[b].count);
         device::use_device(buckets_[b].device_index);
         device::copy_to_host(e.data.data(), e.device_data->data(), 4 * e.data.size(), buckets_[b].stream);

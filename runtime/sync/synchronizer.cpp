@@ -309,7 +309,7 @@ void Synchronizer::unpack_gradients(const Bucket& b, const float* in) {
 }
 
 void Synchronizer::unpack(Bucket& b, Exchange& e) {
-  if (!e.memory) {
+  if (!e.device_data) {
     unpack_gradients(b, e.data.data());
     return;
   }
@@ -317,7 +317,7 @@ void Synchronizer::unpack(Bucket& b, Exchange& e) {
   const auto* x = static_cast<const float*>(e.device_data->data());
   for (uint32_t i : b.tensors) {
     const TensorEntry& t = tensors_[i];
-    e.memory->copy(static_cast<float*>(t.gradient.data), x + t.offset, t.gradient.count);
+    b.device->copy(static_cast<float*>(t.gradient.data), x + t.offset, t.gradient.count);
   }
   device::synchronize(b.stream);  // gw_sync_step returns with the averages in place, as on the host
   b.device_spare.push_back(std::move(e.device_data));
@@ -348,9 +348,10 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
   if (b.ef)
     for (auto& [slot, exchanges] : slots_) finish(bucket, *exchanges[bucket]);
   auto e = std::make_unique<Exchange>();
+  float* x = nullptr;
   if (b.device && !accumulated) {
     // In device memory: the gradients copied into a device bucket, encoded there (an accumulator is
-    // host memory: accumulated exchanges are staged).
+    // host memory: accumulated exchanges are staged; momentum keeps a bucket on the host, place()).
     device::use_device(b.device_index);
     if (b.device_spare.empty()) {
       e->device_data = std::make_unique<device::Buffer>();
@@ -358,37 +359,33 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
       e->device_data = std::move(b.device_spare.back());
       b.device_spare.pop_back();
     }
-    auto* x = static_cast<float*>(e->device_data->reserve(4 * b.count));
+    x = static_cast<float*>(e->device_data->reserve(4 * b.count));
     for (uint32_t i : b.tensors) {
       const TensorEntry& t = tensors_[i];
       b.device->copy(x + t.offset, static_cast<const float*>(t.gradient.data), t.gradient.count);
     }
-    e->memory = b.device;
-    e->started = Clock::now();
-    start_average(bucket, true, b.ef.get(), x, *e, seq_base_ + bucket, b.device);
-    ++b.exchanges;
-    return e;
-  }
-  e->data.resize(b.count);
-  float* x = e->data.data();
-  if (accumulated) {
-    // The same float operations whether or not this step's gradients were already added, so an
-    // exchange started early by bucket_ready averages exactly what sync_accumulated would.
-    b.accumulator.resize(b.count, 0.0f);
-    const float m = float(after_accumulate ? micro_steps_ : micro_steps_ + 1);
-    if (after_accumulate) {
-      for (uint64_t i = 0; i < b.count; ++i) x[i] = b.accumulator[i] / m;
+  } else {
+    e->data.resize(b.count);
+    x = e->data.data();
+    if (accumulated) {
+      // The same float operations whether or not this step's gradients were already added, so an
+      // exchange started early by bucket_ready averages exactly what sync_accumulated would.
+      b.accumulator.resize(b.count, 0.0f);
+      const float m = float(after_accumulate ? micro_steps_ : micro_steps_ + 1);
+      if (after_accumulate) {
+        for (uint64_t i = 0; i < b.count; ++i) x[i] = b.accumulator[i] / m;
+      } else {
+        pack_gradients(b, x);
+        for (uint64_t i = 0; i < b.count; ++i) x[i] = (b.accumulator[i] + x[i]) / m;
+      }
     } else {
       pack_gradients(b, x);
-      for (uint64_t i = 0; i < b.count; ++i) x[i] = (b.accumulator[i] + x[i]) / m;
     }
-  } else {
-    pack_gradients(b, x);
+    if (momentum_ > 0) apply_momentum(b, x);
   }
-  if (momentum_ > 0) apply_momentum(b, x);
   e->started = Clock::now();
   const uint32_t seq = seq_base_ + bucket;
-  start_average(bucket, b.codec != nullptr, b.ef.get(), x, *e, seq);
+  start_average(bucket, b.codec != nullptr, b.ef.get(), x, *e, seq, e->device_data ? b.device : nullptr);
   ++b.exchanges;
   return e;
 }

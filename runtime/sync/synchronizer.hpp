@@ -66,9 +66,8 @@ struct Accounting {
 // One bucket's averaging in flight (or finished and not yet applied).
 struct Exchange {
   std::vector<float> data;  // a host exchange's elements; a device exchange's once a checkpoint fetched them
-  // A device bucket's exchange (Synchronizer::place): its elements in device memory, and that memory.
+  // A device bucket's exchange (Synchronizer::place): its elements in the bucket's device memory.
   std::unique_ptr<device::Buffer> device_data;
-  std::shared_ptr<coll::TensorMemory> memory;
   gw_request* request = nullptr;  // nullptr once finished
   coll::CompressedStats stats;
   std::chrono::steady_clock::time_point started;
