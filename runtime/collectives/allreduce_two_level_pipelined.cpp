@@ -123,13 +123,13 @@ Task allreduce_two_level(Collective& c, CompressedArgs a, comm::Topology t) {
   const auto node_sum = [&](uint64_t p) {
     const uint64_t off = mine.offset[p], cnt = mine.count[p];
     float* dst = buf + off;
-    for (uint32_t j = 0; j < L; ++j) {
-      const float* x = j == li ? src + off : landing + (j * P + p) * lp;
-      if (j == 0) {
-        if (x != dst) std::memcpy(dst, x, cnt * 4);
-      } else {
-        reduce(dst, dst, x, cnt, GW_DTYPE_F32, GW_REDUCE_SUM);
-      }
+    const auto part = [&](uint32_t j) { return j == li ? src + off : landing + (j * P + p) * lp; };
+    // In local-index order; the first two in one pass (x0 + x1 straight into dst, no copy of x0 first).
+    if (L == 1) {
+      if (part(0) != dst) std::memcpy(dst, part(0), cnt * 4);
+    } else {
+      reduce(dst, part(0), part(1), cnt, GW_DTYPE_F32, GW_REDUCE_SUM);
+      for (uint32_t j = 2; j < L; ++j) reduce(dst, dst, part(j), cnt, GW_DTYPE_F32, GW_REDUCE_SUM);
     }
     if (M == 1) return finished(p, false);
     if (gather) {
