@@ -66,6 +66,11 @@ Schema Schema::builtin() {
            {"error_feedback", ValueType::Bool, "false",
             "Keep each bucket's compression residual and add it to the next step's input.", 1,
             kUnbounded, {}},
+           {"error_feedback_codecs", ValueType::StringList, "[]",
+            "With error_feedback: the codecs whose buckets keep residuals (e.g. [\"topk\", \"randomk\", "
+            "\"onebit\"], whose error is biased and large; fp16, bf16 and int8 round to nearest and train "
+            "without it); empty: every lossy codec. auto times each candidate with or without the "
+            "residual's passes accordingly.", 1, kUnbounded, {}},
            {"seed", ValueType::Int, "0",
             "Seed shared by all ranks for random coordinates and stochastic rounding.", 0, 9.2e18, {}},
            {"momentum", ValueType::Float, "0",

@@ -67,6 +67,8 @@ void Runtime::check_component_names() const {
   check(GW_COMPONENT_CODEC, "codec", "name", config_->get_string("codec", "name"), true);  // auto: sync/auto_codec
   for (const std::string& allowed : config_->get_strings("codec", "allow"))
     if (allowed != "none") check(GW_COMPONENT_CODEC, "codec", "allow", allowed, false);
+  for (const std::string& listed : config_->get_strings("codec", "error_feedback_codecs"))
+    check(GW_COMPONENT_CODEC, "codec", "error_feedback_codecs", listed, false);
   check(GW_COMPONENT_SCHEDULE, "schedule", "name", config_->get_string("schedule", "name"), false);
   check(GW_COMPONENT_TRANSPORT, "transport", "inter", config_->get_string("transport", "inter"), true);
   check(GW_COMPONENT_TRANSPORT, "transport", "intra", config_->get_string("transport", "intra"), true);

@@ -82,6 +82,12 @@ std::string mb(double bytes) {
 
 }  // namespace
 
+bool keeps_error_feedback(const config::Config& cfg, const Codec& codec) {
+  if (!cfg.get_bool("codec", "error_feedback") || (codec.properties().flags & GW_CODEC_LOSSLESS)) return false;
+  const std::vector<std::string> listed = cfg.get_strings("codec", "error_feedback_codecs");
+  return listed.empty() || std::find(listed.begin(), listed.end(), codec.name()) != listed.end();
+}
+
 std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runtime& runtime,
                                            const std::vector<uint64_t>& bucket_counts, bool measure_now,
                                            std::vector<double>* machine) {
@@ -120,9 +126,8 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     }
   }
   const uint64_t chunk = comm.settings().pipeline_chunk_bytes;
-  // With [codec] error_feedback a lossy codec also pays the residual's passes on every exchange.
-  const bool feedback = cfg.get_bool("codec", "error_feedback");
-  const auto lossy = [](const Codec& c) { return !(c.properties().flags & GW_CODEC_LOSSLESS); };
+  // A codec that keeps error feedback also pays the residual's passes on every exchange.
+  const auto feedback = [&](const Codec& c) { return keeps_error_feedback(cfg, c); };
   constexpr size_t kCodec0 = 6;
   std::vector<double> v(kCodec0 + 3 * codecs.size(), 0.0);
   // Start together, so ranks that share cores are timed sharing them.
@@ -137,10 +142,10 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     v[0] = from_file ? file.machine.gamma : gm::measure_gamma(4 << 20, 2);
     for (size_t i = 0; i < codecs.size(); ++i) {
       const gm::CodecCost* known = from_file ? file.codec(codecs[i]->name()) : nullptr;
-      gm::CodecCost c = known ? *known : probe(*codecs[i], chunk, feedback && lossy(*codecs[i]));
+      gm::CodecCost c = known ? *known : probe(*codecs[i], chunk, feedback(*codecs[i]));
       // A file's codec numbers are the codec alone: error feedback's passes are estimated from the
       // memory's (two elementwise passes and a local decode; a sparse decode writes its buffer once more).
-      if (known && feedback && lossy(*codecs[i]))
+      if (known && feedback(*codecs[i]))
         c.encode += 2 * v[0] + (c.kind == gm::CodecKind::Sparse ? v[0] : c.decode);
       v[kCodec0 + 3 * i] = c.ratio, v[kCodec0 + 1 + 3 * i] = c.encode, v[kCodec0 + 2 + 3 * i] = c.decode;
     }
@@ -200,7 +205,7 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     c.name = codecs[i]->name();
     c.kind = gm::kind_of(c.name, flags & GW_CODEC_SPARSE, flags & GW_CODEC_SUMMABLE, flags & GW_CODEC_SHARED_INDICES);
     c.ratio = v[kCodec0 + 3 * i], c.encode = v[kCodec0 + 1 + 3 * i], c.decode = v[kCodec0 + 2 + 3 * i];
-    charged = charged || (feedback && lossy(*codecs[i]));
+    charged = charged || feedback(*codecs[i]);
     m.codecs.push_back(c);
   }
   if (charged) link_source += "; error feedback's passes counted";

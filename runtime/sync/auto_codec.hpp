@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codec/codec.hpp"
 #include "comm/communicator.hpp"
 #include "core/runtime.hpp"
 
@@ -19,6 +20,10 @@ namespace gw::sync {
 // A codec must be predicted this much faster than uncompressed to be chosen (noise does not switch
 // compression on).
 inline constexpr double kAutoMargin = 0.05;
+
+// Whether buckets compressed with `codec` keep error-feedback residuals: [codec] error_feedback on, the
+// codec lossy, and listed in [codec] error_feedback_codecs (when that list is not empty).
+bool keeps_error_feedback(const config::Config& cfg, const Codec& codec);
 
 // One candidate's predicted exchange of a bucket, split into what scales with the link (latency and
 // wire time) and the rest (codec and reduction work), in seconds.

@@ -159,7 +159,8 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     if (r.u8()) l.accumulator = r.f32s(b.count);
     const auto ef = r.bytes();
     if (!ef.empty() && !has_ef)
-      fail(GW_ERR_MISMATCH, where + ": the checkpoint has error-feedback residuals but [codec] error_feedback is off");
+      fail(GW_ERR_MISMATCH, where + ": the checkpoint has error-feedback residuals but this run keeps none for '" +
+                                codec + "' ([codec] error_feedback, error_feedback_codecs)");
     if (has_ef) {
       l.ef = std::make_unique<ErrorFeedback>(*codec_ptr);
       if (!ef.empty()) l.ef->load(ef.data(), ef.size());
@@ -169,8 +170,8 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       if (r.u8()) l.anchor = r.f32s(b.count);
       const auto pef = r.bytes();
       if (!pef.empty() && !has_ef)
-        fail(GW_ERR_MISMATCH, where + ": the checkpoint has parameter error-feedback residuals but [codec] "
-                                      "error_feedback is off");
+        fail(GW_ERR_MISMATCH, where + ": the checkpoint has parameter error-feedback residuals but this run keeps "
+                                      "none for '" + codec + "' ([codec] error_feedback, error_feedback_codecs)");
       if (has_ef) {
         l.parameter_ef = std::make_unique<ErrorFeedback>(*codec_ptr);
         if (!pef.empty()) l.parameter_ef->load(pef.data(), pef.size());

@@ -65,7 +65,6 @@ std::string entry_text(const std::vector<std::string>& fields, size_t tensor) {
 Synchronizer::Synchronizer(comm::Communicator& comm, const Runtime& runtime) : comm_(comm), runtime_(runtime) {
   const config::Config& cfg = runtime.config();
   default_codec_ = cfg.get_string("codec", "name");
-  error_feedback_ = cfg.get_bool("codec", "error_feedback");
   seed_ = uint64_t(cfg.get_int("codec", "seed"));
   momentum_ = float(cfg.get_float("codec", "momentum"));
   auto_recheck_steps_ = uint64_t(cfg.get_int("codec", "auto_recheck_steps"));
@@ -435,7 +434,7 @@ Codec* Synchronizer::codec_named(const std::string& name) {
 }
 
 bool Synchronizer::wants_error_feedback(const Codec* codec) const {
-  return error_feedback_ && codec && !(codec->properties().flags & GW_CODEC_LOSSLESS);
+  return codec && keeps_error_feedback(runtime_.config(), *codec);
 }
 
 void Synchronizer::set_codec(Bucket& b, const std::string& name) {

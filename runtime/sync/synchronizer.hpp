@@ -195,11 +195,12 @@ class Synchronizer {
   gw_schedule_runtime runtime_for(StepContext& ctx);
 
   void end_step();
-  // Gives bucket `b` codec `name` ("none": dense) with fresh error feedback where the codec is lossy and
-  // [codec] error_feedback is on (another codec's residuals are dropped).
+  // Gives bucket `b` codec `name` ("none": dense) with fresh error feedback where the codec keeps it
+  // (keeps_error_feedback; another codec's residuals are dropped).
   void set_codec(Bucket& b, const std::string& name);
   Codec* codec_named(const std::string& name);
-  // Whether a bucket with `codec` keeps error feedback: [codec] error_feedback on and the codec lossy.
+  // Whether a bucket with `codec` keeps error feedback (keeps_error_feedback: [codec] error_feedback on,
+  // the codec lossy and listed in error_feedback_codecs when that is not empty).
   bool wants_error_feedback(const Codec* codec) const;
   // Every auto_recheck_steps steps: the auto buckets' measured exchange times against their predictions,
   // compared over the ranks; past auto_drift, every auto bucket is chosen again, measuring now.
@@ -212,7 +213,6 @@ class Synchronizer {
   std::map<std::string, std::unique_ptr<Codec>> codecs_;
   std::unique_ptr<Schedule> schedule_;
   std::string default_codec_;
-  bool error_feedback_ = false;
   uint64_t seed_ = 0;
   float momentum_ = 0;  // [codec] momentum
   uint64_t auto_recheck_steps_ = 0;  // [codec] auto_recheck_steps

@@ -368,6 +368,45 @@ void case_skip_rolls_back(gw_comm* comm) {
   expect_equal(skipped, plain, "a run with a skipped step");
 }
 
+// [codec] error_feedback_codecs: a lossy codec it does not list trains as without error feedback (the
+// same bits, no residuals in the checkpoint); one it lists keeps them, as with an empty list.
+void case_error_feedback_codecs(gw_comm* comm) {
+  Model m;
+  m.add("w", 3000);
+  const auto run = [&](const std::string& codec, const std::string& feedback, size_t* state) {
+    Sync s(comm, "[codec]\nname = \"" + codec + "\"\n" + feedback + "[codec.topk]\nratio = 0.1\n", m);
+    auto trace = run_steps(s, m, 0, 3);
+    *state = s.save().size();
+    return trace;
+  };
+  size_t off = 0, unlisted = 0, listed = 0, all = 0;
+  const auto plain = run("int8", "error_feedback = false\n", &off);
+  const auto skipped = run("int8", "error_feedback = true\nerror_feedback_codecs = [\"topk\", \"onebit\"]\n", &unlisted);
+  expect_equal(skipped, plain, "int8 not listed in error_feedback_codecs against int8 without error feedback");
+  if (unlisted != off)
+    die("int8 not listed in error_feedback_codecs saved " + std::to_string(unlisted) + " bytes of state, " +
+        std::to_string(off) + " without error feedback");
+  const auto kept = run("int8", "error_feedback = true\nerror_feedback_codecs = [\"int8\"]\n", &listed);
+  const auto every = run("int8", "error_feedback = true\n", &all);
+  expect_equal(kept, every, "int8 listed in error_feedback_codecs against every lossy codec");
+  if (listed != all || listed <= off)
+    die("int8 listed in error_feedback_codecs saved " + std::to_string(listed) + " bytes of state, " +
+        std::to_string(all) + " with every codec, " + std::to_string(off) + " without error feedback");
+  if (kept == plain) die("error feedback did not change int8's averages after 3 steps; the case cannot tell");
+  // A misspelt codec would silently keep no residuals: it is refused, naming the key.
+  const std::string bad = "[codec]\nname = \"topk\"\nerror_feedback = true\nerror_feedback_codecs = [\"topK\"]\n";
+  gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+  ro.config_text = bad.c_str();
+  ro.flags = GW_RUNTIME_NO_ENV_OVERRIDES;
+  gw_runtime* rt = nullptr;
+  const gw_status st = gw_runtime_create(&ro, &rt);
+  const std::string message = gw_last_error();
+  if (rt != nullptr) gw_runtime_destroy(rt);
+  if (st != GW_ERR_NOT_FOUND || message.find("error_feedback_codecs") == std::string::npos)
+    die("error_feedback_codecs = [\"topK\"]: expected GW_ERR_NOT_FOUND naming the key, got " +
+        std::string(gw_status_string(st)) + ": " + message);
+}
+
 // [codec] momentum: each rank exchanges its velocity v = m v + g; with a lossless codec the average is
 // momentum applied to the averaged gradients (w = m w + avg g), within float rounding. A skipped step
 // (after bucket_ready) rolls the velocity back.
@@ -519,6 +558,7 @@ int main(int argc, char** argv) {
   else if (c == "momentum") case_momentum(comm);
   else if (c == "local-sgd-codec") case_local_sgd_codec(comm, argv[2]);
   else if (c == "skip") case_skip_rolls_back(comm);
+  else if (c == "error-feedback-codecs") case_error_feedback_codecs(comm);
   else if (c == "errors") case_errors(comm);
   else if (c == "mismatch") case_mismatch(comm);
   else die("unknown case " + c);

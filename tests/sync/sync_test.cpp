@@ -69,6 +69,7 @@ TEST(Sync, AccumulateContract) { expect_ok(3, GW_SYNC_RANK, "schedule accumulate
 TEST(Sync, LocalSgdContract) { expect_ok(3, GW_SYNC_RANK, "schedule local_sgd"); }
 TEST(Sync, AsyncStalenessIsExactlyS) { expect_ok(2, GW_SYNC_RANK, "schedule async"); }
 TEST(Sync, SkippedStepLeavesNoTrace) { expect_ok(2, GW_SYNC_RANK, "skip"); }
+TEST(Sync, ErrorFeedbackKeptOnlyForTheListedCodecs) { expect_ok(2, GW_SYNC_RANK, "error-feedback-codecs"); }
 TEST(Sync, SaveRestoreContinuesExactly) {
   expect_ok(2, GW_SYNC_RANK, "save-restore async int8");
   expect_ok(2, GW_SYNC_RANK, "save-restore accumulate topk");

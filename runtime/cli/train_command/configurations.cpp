@@ -39,8 +39,9 @@ const std::vector<Configuration>& configurations() {
      "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n"
      "[[rules]]\nmatch = \"*\"\nmax_bytes = 16384\ncodec = \"none\"\n", 1.0f, true},
     {"auto", "the codec the cost model predicts fastest for each bucket on these links, among none, fp16, int8 "
-             "and top-k 1 % (error feedback where lossy), chosen at finalize",
+             "and top-k 1 % (with error feedback for top-k), chosen at finalize",
      "[codec]\nname = \"auto\"\nallow = [\"none\", \"fp16\", \"int8\", \"topk\"]\nerror_feedback = true\n"
+     "error_feedback_codecs = [\"topk\"]\n"
      "[codec.topk]\nratio = 0.01\n[schedule]\nname = \"every_step\"\n"},
     {"local-sgd", "local SGD: uncompressed parameters averaged every 8 steps, none in between",
      "[codec]\nname = \"none\"\nerror_feedback = false\n[schedule]\nname = \"local_sgd\"\n"
