@@ -198,17 +198,17 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     link_source = known_machine ? "measured now (codecs as measured before)" : "measured now";
   }
   t.inter = t.intra = link;
-  bool charged = false;
+  std::string charged;  // the codecs timed with error feedback's passes
   for (size_t i = 0; i < codecs.size(); ++i) {
     const uint32_t flags = codecs[i]->properties().flags;
     gm::CodecCost c;
     c.name = codecs[i]->name();
     c.kind = gm::kind_of(c.name, flags & GW_CODEC_SPARSE, flags & GW_CODEC_SUMMABLE, flags & GW_CODEC_SHARED_INDICES);
     c.ratio = v[kCodec0 + 3 * i], c.encode = v[kCodec0 + 1 + 3 * i], c.decode = v[kCodec0 + 2 + 3 * i];
-    charged = charged || feedback(*codecs[i]);
+    if (feedback(*codecs[i])) charged += (charged.empty() ? "" : ", ") + c.name;
     m.codecs.push_back(c);
   }
-  if (charged) link_source += "; error feedback's passes counted";
+  if (!charged.empty()) link_source += "; error feedback's passes counted for " + charged;
   gm::Settings st;
   st.chunk_bytes = double(chunk);
   st.ring_threshold_bytes = double(comm.settings().ring_threshold_bytes);
