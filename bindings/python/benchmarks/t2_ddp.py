@@ -12,7 +12,7 @@ learning rate, the global batch split evenly over the ranks), once per configura
                                                         gw-onebit-ef   gradwire hook, one bit + error feedback
 
 Prints JSON lines: "compute" (the step without any communication: the same model, no DDP, on every rank at
-once), "eval" per evaluation and "result" per configuration (time to 85 % test accuracy, final accuracy, mean
+once; before and after the configurations), "eval" per evaluation and "result" per configuration (time to 85 % test accuracy, final accuracy, mean
 step time, bytes this rank's network interface sent per step). Training time excludes evaluations.
 
 Run one rank per process with torchrun's variables or under `gradwire run` (scripts/bench-t2.sh does, behind
@@ -196,11 +196,15 @@ def main():
     norm = lambda x: (x.float() / 255.0 - mean) / std  # noqa: E731
     sizes = [split["train"][0].shape[1]] + [int(h) for h in args.hidden.split(",")] + [10]
     params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
-    compute = compute_step_seconds(args, sizes, *split["train"], norm)
-    emit(rank, {"kind": "compute", "link": link, "ranks": world, "parameters": params,
-                "compute_step_seconds": round(compute, 5)})
-    for name in names:
-        run(args, name, split, rank, world, norm, sizes, link)
+    # Measured before and after the configurations: a shared VM's speed drifts over a long run, and the
+    # floor is the faster of the two (the summary takes the smaller).
+    for when in ("before", "after"):
+        if when == "after":
+            for name in names:
+                run(args, name, split, rank, world, norm, sizes, link)
+        compute = compute_step_seconds(args, sizes, *split["train"], norm)
+        emit(rank, {"kind": "compute", "when": when, "link": link, "ranks": world, "parameters": params,
+                    "compute_step_seconds": round(compute, 5)})
     dist.destroy_process_group()
 
 
