@@ -65,7 +65,7 @@ uint64_t Codec::encode(const gw_codec_context& ctx, const gw_tensor& in, void* p
   auto* body = static_cast<unsigned char*>(payload) + GW_WIRE_HEADER_SIZE;
   const uint64_t body_capacity = capacity - GW_WIRE_HEADER_SIZE;
   clear_plugin_error();
-  check_plugin(vtable_->encode(instance_, &c, &in, body, body_capacity, &body_size), "codec '" + name_ + "': encode failed");
+  check_plugin(vtable_->encode(instance_, &c, &in, body, body_capacity, &body_size), "codec", name_, ": encode failed");
   if (body_size > body_capacity)
     fail(GW_ERR_PLUGIN, "codec '" + name_ + "' reports a body of " + std::to_string(body_size) +
                             " bytes, more than the capacity of " + std::to_string(body_capacity) + " (a plugin bug)");
@@ -110,7 +110,7 @@ void Codec::decode(const gw_codec_context& ctx, const void* payload, uint64_t si
   clear_plugin_error();
   check_plugin(vtable_->decode(instance_, &c, static_cast<const unsigned char*>(payload) + GW_WIRE_HEADER_SIZE,
                                h.body_length, &out, flags),
-               "codec '" + name_ + "': decode failed");
+               "codec", name_, ": decode failed");
 }
 
 }  // namespace gw

@@ -19,13 +19,6 @@ gw_tensor bytes_tensor(const void* data, uint64_t bytes) {
   t.count = bytes;
   return t;
 }
-
-// check_plugin with the message built only on failure: test and progress run for every pending message
-// at every poll, and building "transport 'name'" each time would allocate on the hot path.
-void check_transport(gw_status status, const std::string& name, const char* what = "") {
-  if (status >= 0) return;
-  check_plugin(status, "transport '" + name + "'" + what);
-}
 }  // namespace
 
 TransportP2P::TransportP2P(ComponentRef ref, const config::Config& config, const gw_transport_init& init)
@@ -78,7 +71,7 @@ PointToPoint::Op* TransportP2P::send(uint32_t peer, uint64_t tag, const void* da
   gw_tensor t = bytes_tensor(data, bytes);
   gw_transport_request* r = nullptr;
   clear_plugin_error();
-  check_transport(vtable_->send_start(instance_, peer, tag, &t, &r), name_);
+  check_plugin(vtable_->send_start(instance_, peer, tag, &t, &r), "transport", name_, "");
   return as_op(r);
 }
 
@@ -86,14 +79,14 @@ PointToPoint::Op* TransportP2P::recv(uint32_t peer, uint64_t tag, void* data, ui
   gw_tensor t = bytes_tensor(data, bytes);
   gw_transport_request* r = nullptr;
   clear_plugin_error();
-  check_transport(vtable_->recv_start(instance_, peer, tag, &t, &r), name_);
+  check_plugin(vtable_->recv_start(instance_, peer, tag, &t, &r), "transport", name_, "");
   return as_op(r);
 }
 
 bool TransportP2P::test(Op* op, uint64_t* bytes) {
   clear_plugin_error();
   const gw_status st = vtable_->test(instance_, as_request(op), bytes);
-  check_transport(st, name_);
+  check_plugin(st, "transport", name_, "");
   return st == GW_OK;
 }
 
@@ -103,7 +96,7 @@ void TransportP2P::free(Op* op) noexcept {
 
 void TransportP2P::progress() {
   clear_plugin_error();
-  check_transport(vtable_->progress(instance_), name_, ": progress failed");
+  check_plugin(vtable_->progress(instance_), "transport", name_, ": progress failed");
 }
 
 void TransportP2P::abort() noexcept { vtable_->abort(instance_); }

@@ -38,5 +38,11 @@ void clear_plugin_error();
 // Calls a plugin function returning gw_status; on an error status throws gw::Error with `what`, the
 // plugin's own message (or the status name) appended.
 void check_plugin(gw_status status, const std::string& what);
+// The same with `what` = kind + " '" + name + "'" + detail, built only on failure: for calls made per
+// message or per piece (transport test and progress, codec encode and decode, a schedule's step).
+inline void check_plugin(gw_status status, const char* kind, const std::string& name, const char* detail) {
+  if (status >= 0) return;
+  check_plugin(status, std::string(kind) + " '" + name + "'" + detail);
+}
 
 }  // namespace gw

@@ -82,10 +82,11 @@ std::string mb(double bytes) {
 
 }  // namespace
 
-bool keeps_error_feedback(const config::Config& cfg, const Codec& codec) {
-  if (!cfg.get_bool("codec", "error_feedback") || (codec.properties().flags & GW_CODEC_LOSSLESS)) return false;
+bool keeps_error_feedback(const config::Config& cfg, const Codec* codec) {
+  if (!codec || !cfg.get_bool("codec", "error_feedback") || (codec->properties().flags & GW_CODEC_LOSSLESS))
+    return false;
   const std::vector<std::string> listed = cfg.get_strings("codec", "error_feedback_codecs");
-  return listed.empty() || std::find(listed.begin(), listed.end(), codec.name()) != listed.end();
+  return listed.empty() || std::find(listed.begin(), listed.end(), codec->name()) != listed.end();
 }
 
 std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runtime& runtime,
@@ -127,7 +128,7 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   }
   const uint64_t chunk = comm.settings().pipeline_chunk_bytes;
   // A codec that keeps error feedback also pays the residual's passes on every exchange.
-  const auto feedback = [&](const Codec& c) { return keeps_error_feedback(cfg, c); };
+  const auto feedback = [&](const Codec& c) { return keeps_error_feedback(cfg, &c); };
   constexpr size_t kCodec0 = 6;
   std::vector<double> v(kCodec0 + 3 * codecs.size(), 0.0);
   // Start together, so ranks that share cores are timed sharing them.

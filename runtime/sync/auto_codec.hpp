@@ -22,8 +22,9 @@ namespace gw::sync {
 inline constexpr double kAutoMargin = 0.05;
 
 // Whether buckets compressed with `codec` keep error-feedback residuals: [codec] error_feedback on, the
-// codec lossy, and listed in [codec] error_feedback_codecs (when that list is not empty).
-bool keeps_error_feedback(const config::Config& cfg, const Codec& codec);
+// codec lossy (nullptr, uncompressed, is not), and listed in [codec] error_feedback_codecs (when that
+// list is not empty).
+bool keeps_error_feedback(const config::Config& cfg, const Codec* codec);
 
 // One candidate's predicted exchange of a bucket, split into what scales with the link (latency and
 // wire time) and the rest (codec and reduction work), in seconds.

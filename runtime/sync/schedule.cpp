@@ -21,7 +21,7 @@ Schedule::~Schedule() {
 
 void Schedule::on_step(const gw_schedule_runtime& rt) {
   clear_plugin_error();
-  check_plugin(vtable_->on_step(instance_, &rt), "schedule '" + name_ + "': on_step failed");
+  check_plugin(vtable_->on_step(instance_, &rt), "schedule", name_, ": on_step failed");
 }
 
 void Schedule::step_skipped() {

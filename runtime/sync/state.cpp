@@ -139,7 +139,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       codec_ptr = codec_named(codec);
       l.adopt_codec = codec;
     }
-    const bool has_ef = wants_error_feedback(codec_ptr);
+    const bool has_ef = keeps_error_feedback(runtime_.config(), codec_ptr);
     const uint32_t tensors = r.u32();
     for (uint32_t k = 0; k < tensors; ++k) {
       const std::string name = r.str();

@@ -433,14 +433,10 @@ Codec* Synchronizer::codec_named(const std::string& name) {
   return it->second.get();
 }
 
-bool Synchronizer::wants_error_feedback(const Codec* codec) const {
-  return codec && keeps_error_feedback(runtime_.config(), *codec);
-}
-
 void Synchronizer::set_codec(Bucket& b, const std::string& name) {
   Codec* codec = codec_named(name);
   std::unique_ptr<ErrorFeedback> grad_ef, param_ef;
-  if (wants_error_feedback(codec)) {
+  if (keeps_error_feedback(runtime_.config(), codec)) {
     // Fresh: residuals are kept per piece of the codec's algorithm (a scatter-reduce block, a sparse
     // gather's piece), so another codec's residuals do not fit; the last uncorrected error is dropped.
     grad_ef = std::make_unique<ErrorFeedback>(*codec);

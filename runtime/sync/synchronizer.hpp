@@ -199,9 +199,6 @@ class Synchronizer {
   // (keeps_error_feedback; another codec's residuals are dropped).
   void set_codec(Bucket& b, const std::string& name);
   Codec* codec_named(const std::string& name);
-  // Whether a bucket with `codec` keeps error feedback (keeps_error_feedback: [codec] error_feedback on,
-  // the codec lossy and listed in error_feedback_codecs when that is not empty).
-  bool wants_error_feedback(const Codec* codec) const;
   // Every auto_recheck_steps steps: the auto buckets' measured exchange times against their predictions,
   // compared over the ranks; past auto_drift, every auto bucket is chosen again, measuring now.
   void recheck_auto();

@@ -198,13 +198,15 @@ def main():
     params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
     # Measured before and after the configurations: a shared VM's speed drifts over a long run, and the
     # floor is the faster of the two (the summary takes the smaller).
-    for when in ("before", "after"):
-        if when == "after":
-            for name in names:
-                run(args, name, split, rank, world, norm, sizes, link)
+    def probe(when):
         compute = compute_step_seconds(args, sizes, *split["train"], norm)
         emit(rank, {"kind": "compute", "when": when, "link": link, "ranks": world, "parameters": params,
                     "compute_step_seconds": round(compute, 5)})
+
+    probe("before")
+    for name in names:
+        run(args, name, split, rank, world, norm, sizes, link)
+    probe("after")
     dist.destroy_process_group()
 
 
