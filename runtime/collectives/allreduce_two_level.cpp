@@ -4,7 +4,11 @@
 
 namespace gw::coll {
 
-bool gathers_encoded(uint32_t nodes) { return nodes <= 2; }
+bool gathers_encoded(uint32_t nodes, const std::string& setting) {
+  if (setting == "gather") return true;
+  if (setting == "scatter") return false;
+  return nodes <= 2;
+}
 
 bool use_two_level(const comm::Topology& t, const std::string& setting) {
   if (setting == "off") return false;

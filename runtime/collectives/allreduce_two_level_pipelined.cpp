@@ -16,16 +16,16 @@ namespace gw::coll {
 //      them with its own in local-index order (landing buffers, so the sum does not depend on arrival);
 //   2. across the nodes (the cross group, one rank per node):
 //      - M = 1: nothing (exact);
-//      - gather (M <= 2): the node sum is encoded once and sent to the other members (message P + 2p);
+//      - gather (two_level_cross; by default M <= 2): the node sum is encoded once and sent to the other members (message P + 2p);
 //        every member decodes the M payloads in node order;
-//      - scatter-reduce-allgather (M > 2): the piece is cut into M sub-pieces, sub-piece k owned by
+//      - scatter-reduce-allgather (otherwise): the piece is cut into M sub-pieces, sub-piece k owned by
 //        member k; the node sum's other sub-pieces are encoded and sent to their owners (P + 2p); an
 //        owner sums the decoded contributions and its own raw values in node order, averages, encodes
 //        once and sends the result to every member (P + 2p + 1); every member decodes those bytes;
 //   3. the finished piece goes raw to every other rank of the node (message 3P + p), straight into
 //      their output buffer.
 // Every rank ends with the same bits: each value comes from one owner's decoded bytes or exact copies.
-Task allreduce_two_level(Collective& c, CompressedArgs a, comm::Topology t) {
+Task allreduce_two_level(Collective& c, CompressedArgs a, comm::Topology t, bool gather_encoded) {
   const uint32_t world = c.size();
   const uint32_t me = c.rank();
   const std::vector<uint32_t> local = t.local_group(me);
@@ -35,7 +35,7 @@ Task allreduce_two_level(Collective& c, CompressedArgs a, comm::Topology t) {
   uint32_t ni = 0;
   for (uint32_t k = 0; k < M; ++k)
     if (cross[k] == me) ni = k;
-  const bool gather = M > 1 && gathers_encoded(M);
+  const bool gather = M > 1 && gather_encoded;
   const bool scatter = M > 1 && !gather;
   const uint64_t chunk = std::max<uint64_t>(1, a.chunk_elements);
   CodecOps ops(*a.codec, a.ef, a.ctx, ni, M);

@@ -6,7 +6,8 @@
 //      group: one rank per node), in parallel with the other local indices — the only lossy step. With
 //      2 nodes each node's sum is encoded once and the payloads are gathered and decoded in node order
 //      (as many bytes as a scatter-reduce-allgather, one quantization); with more nodes the cross group
-//      runs a scatter-reduce-allgather (bandwidth-optimal; its owners re-encode the sums);
+//      runs a scatter-reduce-allgather by default (bandwidth-optimal; its owners re-encode the sums), or
+//      gathers with [collectives] two_level_cross = "gather" (one quantization, nodes / 2 x the bytes);
 //   3. allgather inside the node of the finished blocks.
 // The phases are pipelined over pieces (allreduce_two_level_pipelined.cpp). Every rank ends with the same
 // bits. Behaviour and measurements: docs/two-level.md.
@@ -24,12 +25,14 @@ namespace gw::coll {
 // sizes (every rank has the same topology, so every rank refuses alike).
 bool use_two_level(const comm::Topology& topology, const std::string& setting);
 
-// Whether the cross phase gathers every node's encoded sum (true) or runs the compressed allreduce: the
-// gather sends (M - 1) payloads per rank where the scatter-reduce-allgather sends 2 (M - 1) / M, so it
-// is chosen while that costs no more (M <= 2).
-bool gathers_encoded(uint32_t nodes);
+// Whether the cross phase gathers every node's encoded sum (true) or runs a scatter-reduce-allgather,
+// for [collectives] two_level_cross (auto, gather, scatter): the gather quantizes each node's sum once
+// but sends (M - 1) payloads per rank where the scatter-reduce-allgather sends 2 (M - 1) / M, so auto
+// gathers while that costs no more (M <= 2).
+bool gathers_encoded(uint32_t nodes, const std::string& setting);
 
-// The algorithm above over args (in place on args.buf; args.in read when set).
-Task allreduce_two_level(Collective& c, CompressedArgs args, comm::Topology topology);
+// The algorithm above over args (in place on args.buf; args.in read when set); `gather` from
+// gathers_encoded (the same on every rank).
+Task allreduce_two_level(Collective& c, CompressedArgs args, comm::Topology topology, bool gather);
 
 }  // namespace gw::coll

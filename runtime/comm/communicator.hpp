@@ -61,6 +61,7 @@ struct CommSettings {
   uint64_t pipeline_chunk_bytes = 1 << 20;    // compressed allreduce: f32 bytes per pipelined piece
   uint64_t wait_spin_us = 50;                 // [runtime] wait_spin_us, "auto" resolved at creation
   std::string two_level = "auto";             // [collectives] two_level: auto, on, off
+  std::string two_level_cross = "auto";       // [collectives] two_level_cross: auto, gather, scatter
   uint32_t ranks_here = 1;                    // ranks of this communicator on this host
   uint32_t cpus = 1;                          // CPUs this process may use
 };

@@ -155,6 +155,7 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   settings.ring_threshold_bytes = uint64_t(runtime.config().get_int("collectives", "ring_threshold_bytes"));
   settings.pipeline_chunk_bytes = uint64_t(runtime.config().get_int("collectives", "pipeline_chunk_bytes"));
   settings.two_level = runtime.config().get_string("collectives", "two_level");
+  settings.two_level_cross = runtime.config().get_string("collectives", "two_level_cross");
 
   const ComponentRef ref = choose_transport(runtime);
   gw_transport_init init = GW_TRANSPORT_INIT_INIT;

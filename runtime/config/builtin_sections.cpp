@@ -106,6 +106,12 @@ Schema Schema::builtin() {
             "between nodes (refused when nodes hold different numbers of ranks); off is the flat algorithm; "
             "auto is on with at least 2 nodes of at least 2 ranks each, all equal.", 1, kUnbounded,
             {"auto", "on", "off"}},
+           {"two_level_cross", ValueType::String, "\"auto\"",
+            "Two-level allreduce, between the nodes: gather encodes each node's sum once and every rank "
+            "decodes all nodes' payloads (one quantization; nodes - 1 payloads sent per rank); scatter runs "
+            "a scatter-reduce-allgather whose owners re-encode the sums (2 (nodes - 1) / nodes payloads); "
+            "auto is gather with 2 nodes (the same bytes), scatter with more.", 1, kUnbounded,
+            {"auto", "gather", "scatter"}},
        },
        false},
       {"rules",

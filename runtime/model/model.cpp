@@ -125,6 +125,23 @@ Cost sparse_allgather(const CodecCost& k, double M, double n, const Link& l, dou
   return c;
 }
 
+// The two-level cross phase when it gathers (two_level_cross): every rank encodes its M bytes once,
+// sends the payload to the n - 1 others and decodes all n payloads into its result.
+Cost gather_encoded(const CodecCost& k, double M, double n, const Link& l, double gamma, double s,
+                    const Settings& st) {
+  Cost c;
+  c.algorithm = Algorithm::TwoLevel;
+  const double pieces = pieces_of(M, st);
+  c.latency = (n - 1) * pieces * l.alpha;
+  c.bytes_sent = (n - 1) * M / k.ratio;
+  c.wire = c.bytes_sent * l.beta;
+  c.encode = (M * k.encode + n * M * k.decode) * s;
+  c.cpu = c.encode + M * gamma * s;  // the average
+  c.transport = c.bytes_sent * l.cpu * s;
+  c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
+  return c;
+}
+
 Cost sparse_dense(const CodecCost& k, double M, double n, const Link& l, double gamma, double s, const Settings& st) {
   Cost c = dense(M, n, l, gamma, s, st);
   c.algorithm = Algorithm::SparseDense;
@@ -282,7 +299,13 @@ Cost exchange(const CodecCost& k, double M, const Topology& t, Algorithm a, cons
     between.intra = between.inter;
     between.cores = t.cores / g;
     between.gamma = t.gamma;
-    const Cost x = exchange(k, M / g, between, Algorithm::Auto, st);
+    // The runtime's cross phase (collectives/two_level.hpp): dense-payload codecs gather the encoded node
+    // sums under two_level_cross = gather (auto: with 2 nodes), the others run their own algorithm.
+    const bool gather = (st.two_level_cross == "gather" || (st.two_level_cross == "auto" && t.nodes <= 2)) &&
+                        (k.kind == CodecKind::Quantized || k.kind == CodecKind::Summable);
+    const Cost x = gather ? gather_encoded(k, M / g, double(t.nodes), between.inter, t.gamma,
+                                           oversubscription(between), st)
+                          : exchange(k, M / g, between, Algorithm::Auto, st);
     const double intra_cpu = c.cpu;
     c.latency += x.latency;
     c.wire += x.wire;

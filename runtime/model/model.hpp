@@ -100,6 +100,7 @@ struct Cost {
 struct Settings {
   double chunk_bytes = 1 << 20;             // [collectives] pipeline_chunk_bytes: pipelined piece (f32 bytes)
   double ring_threshold_bytes = 64 << 10;   // [collectives] ring_threshold_bytes
+  std::string two_level_cross = "auto";     // [collectives] two_level_cross: auto, gather, scatter
 };
 
 // The cost of averaging `bytes` f32 bytes over the topology with codec `c` and algorithm `a` (Auto:

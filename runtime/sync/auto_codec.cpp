@@ -213,6 +213,7 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   gm::Settings st;
   st.chunk_bytes = double(chunk);
   st.ring_threshold_bytes = double(comm.settings().ring_threshold_bytes);
+  st.two_level_cross = comm.settings().two_level_cross;
   std::ostringstream link_text;
   link_text.precision(3);
   link_text << "link " << (link.beta > 0 ? 1e-6 / link.beta : 0) << " MB/s, alpha " << link.alpha * 1e6 << " us, "

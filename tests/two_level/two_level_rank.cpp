@@ -2,7 +2,8 @@
 // two_level_rank MODE CODEC OUT` (GW_NODE_ID set per emulated node of K ranks). The rank runs
 // gw_allreduce_compressed (avg) with [collectives] two_level = MODE on pseudo-random data, checks that
 // every rank holds the same bits, and rank 0 writes the error against the exact average ("rms max") to
-// OUT. CODEC none must be exact. Prints "OK rank R", "EXPECTED-ERROR <status> <message>" when the call
+// OUT. CODEC none must be exact. With GW_TWO_LEVEL_DATA=FILE the inputs are read from FILE instead: raw
+// little-endian f32, `count` values per rank, rank r's at r * count (e.g. real gradients of N ranks). Prints "OK rank R", "EXPECTED-ERROR <status> <message>" when the call
 // fails with GW_ERR_UNSUPPORTED (uneven nodes with two_level = on), or "FAIL ..." and exits 1.
 #include <gradwire/gradwire.h>
 
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -63,9 +65,26 @@ int main(int argc, char** argv) {
   const int n = int(gw_comm_size(comm));
 
   const bool exact = codec_name == "none";
-  const uint64_t count = 200003;  // not divisible by the ranks per node
+  const char* data_file = std::getenv("GW_TWO_LEVEL_DATA");
+  std::vector<float> all_inputs;  // every rank's inputs, when read from a file
+  uint64_t count = 200003;        // not divisible by the ranks per node
+  if (data_file && *data_file) {
+    if (exact) die("GW_TWO_LEVEL_DATA is for lossy codecs");
+    std::ifstream f(data_file, std::ios::binary | std::ios::ate);
+    const uint64_t bytes = f ? uint64_t(f.tellg()) : 0;
+    if (bytes == 0 || bytes % (4ull * n) != 0)
+      die(std::string(data_file) + ": expected " + std::to_string(n) + " ranks' f32 values, " + std::to_string(bytes) +
+          " bytes");
+    count = bytes / 4 / n;
+    all_inputs.resize(bytes / 4);
+    f.seekg(0);
+    f.read(reinterpret_cast<char*>(all_inputs.data()), std::streamsize(bytes));
+  }
+  const auto input = [&](int r, uint64_t i) {
+    return !all_inputs.empty() ? all_inputs[uint64_t(r) * count + i] : exact ? integer_value(r, i) : value(r, i);
+  };
   std::vector<float> in(count), out(count);
-  for (uint64_t i = 0; i < count; ++i) in[i] = exact ? integer_value(g_rank, i) : value(g_rank, i);
+  for (uint64_t i = 0; i < count; ++i) in[i] = input(g_rank, i);
   gw_tensor ti = tensor(GW_DTYPE_F32, in.data(), count), to = tensor(GW_DTYPE_F32, out.data(), count);
   const gw_status st = gw_allreduce_compressed(comm, codec, nullptr, &ti, &to, GW_REDUCE_AVG);
   if (st == GW_ERR_UNSUPPORTED) {
@@ -88,7 +107,7 @@ int main(int argc, char** argv) {
   double sq = 0, worst = 0;
   for (uint64_t i = 0; i < count; ++i) {
     double want = 0;
-    for (int r = 0; r < n; ++r) want += exact ? integer_value(r, i) : value(r, i);
+    for (int r = 0; r < n; ++r) want += input(r, i);
     want /= n;
     const double e = double(out[i]) - want;
     if (exact && std::fabs(e) > 1e-6 * std::max(1.0, std::fabs(want)))
