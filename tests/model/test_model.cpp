@@ -133,6 +133,33 @@ TEST(ModelFormulas, TwoLevelPipelinesTheNodesTrafficWithTheUplink) {
   EXPECT_NEAR(fast.total, 4 * (node + cross_sum) + (M / 2) * 1e-11 * 2 / pieces, 1e-9);
 }
 
+// The cross phase gathers (two_level_cross): (M - 1) payloads per rank instead of 2 (M - 1) / M, each
+// node's sum encoded once and every node's payload decoded; auto gathers with 2 nodes only.
+TEST(ModelFormulas, TwoLevelGatherSendsEveryNodesPayloadToEveryNode) {
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-10, 1e-10};
+  Topology t;
+  t.nodes = 4;
+  t.per_node = 2;
+  t.intra = Link{0, 1e-10, 1e-10};
+  t.inter = Link{0, 8e-9};
+  t.cores = 2;
+  const double M = 1e8, shard = M / 2;
+  Settings st;
+  const Cost scatter = exchange(int8, M, t, Algorithm::TwoLevel, st);
+  st.two_level_cross = "gather";
+  const Cost gather = exchange(int8, M, t, Algorithm::TwoLevel, st);
+  const double intra = 2 * (M / 2);  // the node's raw reduce-scatter and allgather
+  EXPECT_NEAR(scatter.bytes_sent, intra + 2.0 * 3 / 4 * shard / 4, 1e-3);
+  EXPECT_NEAR(gather.bytes_sent, intra + 3 * shard / 4, 1e-3);
+  EXPECT_NEAR(gather.encode, shard * 1e-10 + 4 * shard * 1e-10, 1e-12);
+  EXPECT_GT(gather.total, 1.9 * scatter.total);  // the uplink paces both, and carries twice the bytes
+  st.two_level_cross = "scatter";
+  EXPECT_NEAR(exchange(int8, M, t, Algorithm::TwoLevel, st).total, scatter.total, 1e-12);
+  t.nodes = 2;
+  st.two_level_cross = "auto";
+  EXPECT_NEAR(exchange(int8, M, t, Algorithm::TwoLevel, st).bytes_sent, intra + shard / 4, 1e-3);
+}
+
 TEST(ModelFormulas, RanksSharingCoresStretchTheCpuTerm) {
   const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-9, 1e-9};
   Topology t = flat(1, 0, 0);

@@ -50,6 +50,13 @@ TEST(Topology, TwoLevelOnlyWhereItHelpsAndUnevenNodesRefusedWhenForced) {
   }
 }
 
+TEST(Topology, CrossPhaseGathersWithTwoNodesOrWhenAsked) {
+  EXPECT_TRUE(gw::coll::gathers_encoded(2, "auto"));
+  EXPECT_FALSE(gw::coll::gathers_encoded(3, "auto"));
+  EXPECT_TRUE(gw::coll::gathers_encoded(4, "gather"));
+  EXPECT_FALSE(gw::coll::gathers_encoded(2, "scatter"));
+}
+
 TEST(Staging, SixteenBitValuesRoundTripExactlyAndRoundToNearestEven) {
   using namespace gw::staging;
   for (uint32_t h = 0; h < 0x10000; ++h) {
