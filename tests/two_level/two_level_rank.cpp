@@ -3,7 +3,8 @@
 // gw_allreduce_compressed (avg) with [collectives] two_level = MODE on pseudo-random data, checks that
 // every rank holds the same bits, and rank 0 writes the error against the exact average ("rms max") to
 // OUT. CODEC none must be exact. With GW_TWO_LEVEL_DATA=FILE the inputs are read from FILE instead: raw
-// little-endian f32, `count` values per rank, rank r's at r * count (e.g. real gradients of N ranks). Prints "OK rank R", "EXPECTED-ERROR <status> <message>" when the call
+// little-endian f32, `count` values per rank, rank r's at r * count (e.g. real gradients of N ranks).
+// GW_TWO_LEVEL_COUNT sets the number of elements (default 200003). Prints "OK rank R", "EXPECTED-ERROR <status> <message>" when the call
 // fails with GW_ERR_UNSUPPORTED (uneven nodes with two_level = on), or "FAIL ..." and exits 1.
 #include <gradwire/gradwire.h>
 
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
   const char* data_file = std::getenv("GW_TWO_LEVEL_DATA");
   std::vector<float> all_inputs;  // every rank's inputs, when read from a file
   uint64_t count = 200003;        // not divisible by the ranks per node
+  if (const char* c = std::getenv("GW_TWO_LEVEL_COUNT")) count = std::strtoull(c, nullptr, 10);
   if (data_file && *data_file) {
     if (exact) die("GW_TWO_LEVEL_DATA is for lossy codecs");
     std::ifstream f(data_file, std::ios::binary | std::ios::ate);

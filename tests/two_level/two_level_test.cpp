@@ -46,6 +46,17 @@ Error run_ok(int n, int per_node, const std::string& mode, const std::string& co
 TEST(TwoLevel, UncompressedIsExactOnTwoNodesOfTwo) { run_ok(4, 2, "on", "none"); }
 TEST(TwoLevel, UncompressedIsExactOnThreeNodesOfTwo) { run_ok(6, 2, "on", "none"); }
 
+// Buffers with fewer elements than ranks or pieces: some blocks and pieces are empty, and the node's
+// pieces are sent a few at a time as the rank's own pieces complete (an empty one never does).
+TEST(TwoLevel, TinyBuffersAreExactAndAgree) {
+  for (const char* count : {"1", "3", "5", "13", "1030", "100003"}) {
+    const std::string env = std::string("GW_TWO_LEVEL_COUNT=") + count +
+                            " GRADWIRE_COLLECTIVES_PIPELINE_CHUNK_BYTES=1024";
+    run_ok(6, 2, "on", "none", env);
+    run_ok(8, 2, "on", "int8", env);
+  }
+}
+
 // Quantizing each node's sum once is no less accurate than quantizing every rank's contribution.
 TEST(TwoLevel, Int8IsAtLeastAsAccurateAsFlatOnTwoNodesOfTwo) {
   const Error flat = run_ok(4, 2, "off", "int8");
