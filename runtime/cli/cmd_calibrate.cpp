@@ -7,6 +7,7 @@
 // link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
 #include <gradwire/gradwire.h>
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,9 +110,12 @@ gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const Cali
   return gw::model::measure_codec(name, kind, probe, args.bytes, chunk, args.repetitions);
 }
 
-// alpha and beta of one UCX transport between two forked local ranks: one-way time of a ping-pong.
-gw::model::Link measure_link(const std::string& tls, const std::string& config) {
-  const std::vector<uint64_t> sizes = {8, 1 << 20, 16 << 20};
+// One-way times of a ping-pong between two forked local ranks over one UCX transport, at each size: the
+// median, but the fastest for the smallest size unless `scheduled` (its alpha: on a loaded machine the
+// median measures the scheduler; with both ranks on one core the scheduler is what is measured). With
+// `call`, one more entry: the median time of an allreduce of one f32 (a collective call's own cost).
+std::vector<double> ping_pong(const std::string& tls, const std::string& config, const std::vector<uint64_t>& sizes,
+                              bool scheduled = false, bool call = false) {
   bench::RankSetup setup;
   setup.config = config;
   setup.timeout_s = 60;
@@ -121,7 +125,7 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config) 
     json seconds = json::array();
     for (uint64_t size : sizes) {
       gw_tensor t = bench::bytes_tensor(buf.data(), size);
-      const int iters = size <= 65536 ? 200 : 8;
+      const int iters = size <= 65536 ? 200 : size <= (4 << 20) ? 40 : 10;
       std::vector<double> samples;
       for (int i = -2; i < iters; ++i) {
         const auto t0 = Clock::now();
@@ -134,17 +138,72 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config) 
         }
         if (i >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / 2);
       }
-      // The latency from the fastest small message (on a loaded machine the median measures the
-      // scheduler), the bandwidth from the medians of the large ones.
-      seconds.push_back(size == sizes.front() ? *std::min_element(samples.begin(), samples.end())
-                                              : bench::summarize(samples).median);
+      seconds.push_back(size == sizes.front() && !scheduled ? *std::min_element(samples.begin(), samples.end())
+                                                            : bench::summarize(samples).median);
+    }
+    if (call) {
+      float x = 1;
+      gw_tensor t = GW_TENSOR_INIT;
+      t.dtype = GW_DTYPE_F32;
+      t.data = &x;
+      t.count = 1;
+      std::vector<double> samples;
+      for (int i = -20; i < 200; ++i) {
+        const auto t0 = Clock::now();
+        bench::check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce of one f32");
+        if (i >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      seconds.push_back(bench::summarize(samples).median);
     }
     return seconds;
   });
-  const std::vector<double> t = r.get<std::vector<double>>();
+  return r.get<std::vector<double>>();
+}
+
+// The same with both ranks on one core (this process's affinity, which the ranks inherit, narrowed to
+// the first core it may use for the measurement): every message waits for its receiver to be scheduled.
+std::vector<double> ping_pong_on_one_core(const std::string& tls, const std::string& config,
+                                          const std::vector<uint64_t>& sizes) {
+  cpu_set_t all, one;
+  if (sched_getaffinity(0, sizeof all, &all) != 0) throw std::runtime_error("sched_getaffinity failed");
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  if (sched_setaffinity(0, sizeof one, &one) != 0) throw std::runtime_error("sched_setaffinity failed");
+  try {
+    std::vector<double> t = ping_pong(tls, config, sizes, true);
+    sched_setaffinity(0, sizeof all, &all);
+    return t;
+  } catch (...) {
+    sched_setaffinity(0, sizeof all, &all);
+    throw;
+  }
+}
+
+// alpha and beta of one UCX transport (the smallest message's time; the slope between 1 and 16 MiB),
+// and for shared memory the one-way times by message size, on separate cores and on one, and (into
+// *call) what a collective call costs beyond its message: a one-f32 allreduce's time less alpha.
+gw::model::Link measure_link(const std::string& tls, const std::string& config, double* call) {
+  const bool table = tls == "shm";
+  const std::vector<uint64_t> sizes = table ? std::vector<uint64_t>{8, 4096, 65536, 262144, 1 << 20, 4 << 20, 16 << 20}
+                                            : std::vector<uint64_t>{8, 1 << 20, 16 << 20};
+  std::vector<double> t = ping_pong(tls, config, sizes, false, table);
   gw::model::Link l;
-  l.alpha = t[0];
-  l.beta = t[2] > t[1] ? (t[2] - t[1]) / double(sizes[2] - sizes[1]) : t[2] / double(sizes[2]);
+  if (table) {
+    *call = std::max(0.0, t.back() - t.front());
+    t.pop_back();
+  }
+  l.alpha = t.front();
+  const double t1 = t[sizes.size() - 3], t16 = t.back();  // 1 MiB (third from the end) and 16 MiB
+  l.beta = t16 > t1 ? (t16 - t1) / double((16 << 20) - (1 << 20)) : t16 / double(16 << 20);
+  if (table) {
+    l.sizes.assign(sizes.begin(), sizes.end());
+    l.seconds = t;
+    l.shared_seconds = ping_pong_on_one_core(tls, config, sizes);
+  }
   return l;
 }
 
@@ -243,12 +302,17 @@ int run(const CalibrateArgs& args) {
   if (!args.no_links) {
     for (const char* tls : {"shm", "tcp"}) {
       try {
-        gw::model::Link l = measure_link(tls, args.config);
+        double call = 0;
+        gw::model::Link l = measure_link(tls, args.config, &call);
         std::string cpu_note;
         if (std::string(tls) == "shm") {
           // Shared memory moves bytes with the ranks' own copies: a byte costs a core the time it spends
           // on the link. Ranks that share cores then share it (the model stretches it by their number).
           l.cpu = l.beta;
+          m.machine.call = call;
+          std::ostringstream o;
+          o << "; a collective call " << std::setprecision(3) << call * 1e6 << " us beyond its message";
+          cpu_note = o.str();
         } else if (std::string(tls) == "tcp") {
           // The kernel's work per byte, from a plain TCP transfer whose ends block (UCX's ranks poll,
           // so their busy time says nothing about the bytes).
@@ -260,6 +324,9 @@ int run(const CalibrateArgs& args) {
         m.links[tls] = l;
         std::cout << "link " << tls << ": alpha " << std::setprecision(3) << l.alpha * 1e6 << " us, "
                   << (l.beta > 0 ? 1e-6 / l.beta : 0) << " MB/s" << cpu_note << "\n";
+        for (size_t i = 0; i < l.sizes.size(); ++i)
+          std::cout << "  " << std::setw(9) << uint64_t(l.sizes[i]) << " bytes one way: " << std::setprecision(3)
+                    << l.seconds[i] * 1e6 << " us, " << l.shared_seconds[i] * 1e6 << " us with both ranks on one core\n";
       } catch (const std::exception& e) {
         std::cout << "link " << tls << ": not measured (" << e.what() << ")\n";
       }

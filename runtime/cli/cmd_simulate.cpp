@@ -153,8 +153,8 @@ int run(const SimulateArgs& a) {
   for (double b : buckets) total_bytes += b;
 
   gm::Link intra = model.link(model.intra), inter = model.link(model.inter);
-  if (!a.intra_rate.empty()) intra.beta = 1 / gm::parse_rate(a.intra_rate);
-  if (!a.inter_rate.empty()) inter.beta = 1 / gm::parse_rate(a.inter_rate);
+  if (!a.intra_rate.empty()) intra = gm::with_beta(intra, 1 / gm::parse_rate(a.intra_rate));
+  if (!a.inter_rate.empty()) inter = gm::with_beta(inter, 1 / gm::parse_rate(a.inter_rate));
   std::vector<std::string> codec_names = a.codecs.empty() ? std::vector<std::string>{} : split_list(a.codecs);
   if (codec_names.empty())
     for (const auto& c : model.codecs) codec_names.push_back(c.name);
@@ -172,6 +172,7 @@ int run(const SimulateArgs& a) {
     p.topo.inter = inter_link;
     p.topo.cores = a.cores > 0 ? a.cores : model.machine.cores;
     p.topo.gamma = model.machine.gamma;
+    p.topo.call = model.machine.call;
     p.inter_rate = inter_link.beta > 0 ? 1 / inter_link.beta : 0;
     return p;
   };
@@ -185,9 +186,7 @@ int run(const SimulateArgs& a) {
   const bool rate_sweep = !a.inter_rates.empty();
   if (rate_sweep)
     for (const auto& r : split_list(a.inter_rates)) {
-      gm::Link l = inter;
-      l.beta = 1 / gm::parse_rate(r);
-      points.push_back(make_point(rank_list.front(), l));
+      points.push_back(make_point(rank_list.front(), gm::with_beta(inter, 1 / gm::parse_rate(r))));
     }
   else
     for (uint64_t n : rank_list) points.push_back(make_point(n, inter));

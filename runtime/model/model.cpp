@@ -39,10 +39,11 @@ double pipelined(double wire, double cpu, double pieces) {
   return std::max(wire, cpu) + std::min(wire, cpu) / std::max(1.0, pieces);
 }
 
-Cost ring(double M, double n, const Link& l, double gamma, double s) {
+Cost ring(double M, double n, const Link& link, double gamma, double s) {
   Cost c;
   c.algorithm = Algorithm::Ring;
   if (n <= 1) return c;
+  const Link l = at_message(link, M, s);
   c.latency = 2 * (n - 1) * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M;
   c.wire = c.bytes_sent * l.beta;
@@ -54,10 +55,11 @@ Cost ring(double M, double n, const Link& l, double gamma, double s) {
   return c;
 }
 
-Cost recursive_doubling(double M, double n, const Link& l, double gamma, double s) {
+Cost recursive_doubling(double M, double n, const Link& link, double gamma, double s) {
   Cost c;
   c.algorithm = Algorithm::RecursiveDoubling;
   if (n <= 1) return c;
+  const Link l = at_message(link, M, s);
   const double p = std::exp2(std::floor(std::log2(n)));
   const double rounds = std::log2(p) + (p < n ? 2 : 0);  // non-powers of two fold in and unfold
   c.latency = rounds * l.alpha;
@@ -264,7 +266,56 @@ Cost flat(const CodecCost& k, double M, const Topology& t, Algorithm a, const Se
 
 }  // namespace
 
+namespace {
+
+// Piecewise linear through (sizes, seconds); past the last point along the last segment.
+double interpolate(const std::vector<double>& x, const std::vector<double>& y, double at) {
+  if (x.size() == 1 || at <= x.front()) return y.front();
+  size_t i = 1;
+  while (i + 1 < x.size() && at > x[i]) ++i;
+  const double slope = (y[i] - y[i - 1]) / (x[i] - x[i - 1]);
+  return std::max(0.0, y[i - 1] + (at - x[i - 1]) * slope);
+}
+
+}  // namespace
+
+Link with_beta(Link l, double beta) {
+  l.beta = beta;
+  l.sizes.clear();
+  l.seconds.clear();
+  l.shared_seconds.clear();
+  return l;
+}
+
+Link at_message(const Link& l, double m, double s) {
+  if (l.sizes.empty() || l.sizes.size() != l.seconds.size()) return l;
+  Link out = l;
+  const double own = interpolate(l.sizes, l.seconds, m);
+  if (m > 0) {
+    out.beta = std::max(0.0, own - l.alpha) / m;
+    if (l.beta > 0) out.cpu = l.cpu * out.beta / l.beta;
+  }
+  if (s > 1 && l.shared_seconds.size() == l.sizes.size())
+    out.alpha += (1 - 1 / s) * std::max(0.0, interpolate(l.sizes, l.shared_seconds, m) - own);
+  return out;
+}
+
+namespace {
+Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, const Settings& st);
+}  // namespace
+
 Cost exchange(const CodecCost& k, double M, const Topology& t, Algorithm a, const Settings& st) {
+  Cost c = exchange_of(k, M, t, a, st);
+  if (t.ranks() > 1 && M > 0) {  // one rank runs no collective
+    c.latency += t.call;
+    c.total += t.call;
+  }
+  return c;
+}
+
+namespace {
+
+Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, const Settings& st) {
   if (t.nodes == 0 || t.per_node == 0)
     throw std::invalid_argument("the topology has no ranks; give at least one node with one rank");
   if (!(M >= 0)) throw std::invalid_argument("the exchanged size is negative or not a number");
@@ -324,6 +375,8 @@ Cost exchange(const CodecCost& k, double M, const Topology& t, Algorithm a, cons
   const Algorithm resolved = a == Algorithm::Auto || a == Algorithm::TwoLevel ? own_algorithm(k, M, n, st) : a;
   return flat(k, M, t, resolved, st);
 }
+
+}  // namespace
 
 std::vector<Algorithm> algorithms_for(const CodecCost& k, const Topology& t, double M, const Settings& st) {
   std::vector<Algorithm> out;

@@ -21,7 +21,23 @@ struct Link {
   double alpha = 0;  // seconds per message (latency and per-message overhead)
   double beta = 0;   // seconds per byte (1 / bandwidth)
   double cpu = 0;    // core-seconds per byte sent (0: not measured, the wire alone paces the link)
+  // Optional, measured one-way times of a ping-pong of `sizes` bytes (ascending). When present, the
+  // dense algorithms take their beta from them rather than from the large-transfer fit: copies of
+  // cache-sized buffers run faster. `shared_seconds` (optional, as many): the same with both ranks on one
+  // core, where each message waits for its receiver to be scheduled.
+  std::vector<double> sizes, seconds, shared_seconds;
 };
+
+// The link as a dense allreduce of `bytes` per rank sees it: beta (and a cpu cost in proportion, as
+// shared memory's is beta) from the measured time of one message of that size, when the link has such
+// times (what a rank's copies touch decides whether they run from cache); with ranks sharing cores
+// (s > 1) alpha gains the measured hand-over between two ranks on one core (the one-core time beyond the
+// two-core one: a step waits for a partner that must first be scheduled) for the share 1 - 1/s of steps
+// whose partner shares one.
+Link at_message(const Link& l, double bytes, double s);
+
+// The link with another bandwidth (1 / beta); its measured message times no longer describe it.
+Link with_beta(Link l, double beta);
 
 // How a codec's payloads are combined, from its properties (collectives/compressed.hpp picks the same).
 enum class CodecKind {
@@ -45,6 +61,7 @@ struct CodecCost {
 struct Machine {
   double cores = 1;  // cores per node the ranks of a node share for codec and reduction work
   double gamma = 0;  // seconds per f32 byte of an elementwise sum (read two, write one)
+  double call = 0;   // seconds one collective call costs beyond its messages (start, bookkeeping, completion)
 };
 
 struct Model {
@@ -67,6 +84,7 @@ struct Topology {
   Link inter;
   double cores = 1;  // per node
   double gamma = 0;  // seconds per f32 byte summed (the machine's)
+  double call = 0;   // seconds per collective call (Machine::call)
   uint64_t ranks() const { return nodes * per_node; }
 };
 

@@ -25,17 +25,61 @@ double number(const toml::table& t, const std::string& key, const std::string& w
   return *v;
 }
 
+toml::array array_of(const std::vector<double>& v) {
+  toml::array a;
+  for (double x : v) a.push_back(x);
+  return a;
+}
+
+// An optional array of non-negative numbers; empty when absent.
+std::vector<double> numbers(const toml::table& t, const std::string& key, const std::string& where) {
+  std::vector<double> out;
+  const toml::node* n = t.get(key);
+  if (!n) return out;
+  const toml::array* a = n->as_array();
+  if (!a) throw std::invalid_argument(where + "." + key + ": expected an array of non-negative numbers");
+  for (const toml::node& e : *a) {
+    std::optional<double> v = e.value<double>();
+    if (!v || !std::isfinite(*v) || *v < 0)
+      throw std::invalid_argument(where + "." + key + ": expected an array of non-negative numbers");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+// A link's optional table of measured one-way times (Link::sizes): sizes ascending, as many times.
+void read_times(const toml::table& t, const std::string& where, Link& l) {
+  l.sizes = numbers(t, "message_bytes", where);
+  l.seconds = numbers(t, "one_way_s", where);
+  l.shared_seconds = numbers(t, "one_way_shared_core_s", where);
+  if (l.sizes.size() != l.seconds.size())
+    throw std::invalid_argument(where + ": message_bytes and one_way_s must have as many entries (" +
+                                std::to_string(l.sizes.size()) + " and " + std::to_string(l.seconds.size()) + ")");
+  if (!l.shared_seconds.empty() && l.shared_seconds.size() != l.sizes.size())
+    throw std::invalid_argument(where + ": one_way_shared_core_s must have as many entries as message_bytes");
+  for (size_t i = 1; i < l.sizes.size(); ++i)
+    if (!(l.sizes[i] > l.sizes[i - 1])) throw std::invalid_argument(where + ".message_bytes: must be ascending");
+}
+
 }  // namespace
 
 std::string to_toml(const Model& m) {
   toml::table root;
   root.insert("format", "gradwire cost model 1");
   root.insert("source", m.source);
-  root.insert("machine", toml::table{{"cores", m.machine.cores}, {"gamma_s_per_byte", m.machine.gamma}});
+  root.insert("machine", toml::table{{"cores", m.machine.cores}, {"gamma_s_per_byte", m.machine.gamma},
+                                     {"call_s", m.machine.call}});
   root.insert("use", toml::table{{"intra", m.intra}, {"inter", m.inter}});
   toml::table links;
-  for (const auto& [name, l] : m.links)
-    links.insert(name, toml::table{{"alpha_s", l.alpha}, {"beta_s_per_byte", l.beta}, {"cpu_s_per_byte", l.cpu}});
+  for (const auto& [name, l] : m.links) {
+    toml::table t{{"alpha_s", l.alpha}, {"beta_s_per_byte", l.beta}, {"cpu_s_per_byte", l.cpu}};
+    if (!l.sizes.empty()) {
+      t.insert("message_bytes", array_of(l.sizes));
+      t.insert("one_way_s", array_of(l.seconds));
+      if (!l.shared_seconds.empty()) t.insert("one_way_shared_core_s", array_of(l.shared_seconds));
+    }
+    links.insert(name, std::move(t));
+  }
   root.insert("links", std::move(links));
   toml::table codecs;
   for (const CodecCost& c : m.codecs)
@@ -67,6 +111,7 @@ Model from_toml(const std::string& text, const std::string& origin) {
   if (const toml::table* t = root["machine"].as_table()) {
     m.machine.cores = number(*t, "cores", origin + ": machine");
     m.machine.gamma = number(*t, "gamma_s_per_byte", origin + ": machine");
+    m.machine.call = number(*t, "call_s", origin + ": machine", false, 0);
   } else {
     throw std::invalid_argument(origin + ": missing table [machine]");
   }
@@ -79,8 +124,10 @@ Model from_toml(const std::string& text, const std::string& origin) {
       const std::string where = origin + ": links." + std::string(name.str());
       const toml::table* l = node.as_table();
       if (!l) throw std::invalid_argument(where + ": expected a table");
-      m.links[std::string(name.str())] = Link{number(*l, "alpha_s", where), number(*l, "beta_s_per_byte", where),
-                                              number(*l, "cpu_s_per_byte", where, false, 0)};
+      Link link{number(*l, "alpha_s", where), number(*l, "beta_s_per_byte", where),
+                number(*l, "cpu_s_per_byte", where, false, 0)};
+      read_times(*l, where, link);
+      m.links[std::string(name.str())] = std::move(link);
     }
   bool has_none = false;
   if (const toml::table* t = root["codecs"].as_table())

@@ -194,6 +194,49 @@ TEST(ModelFormulas, TransportCpuPacesTheLinkWhenTheCoresCannotKeepUp) {
   EXPECT_NEAR(with.total - without.total, with.transport, 1e-9);
 }
 
+// A link with measured message times: the dense algorithms take beta from the time of a message of the
+// rank's buffer size (interpolated, past the last size along the last segment); ranks sharing cores add
+// the measured one-core hand-over to alpha for the share 1 - 1/s of steps; the plain fit is untouched.
+TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
+  Link shm{1e-6, 4e-10, 4e-10};
+  shm.sizes = {8, 1 << 20, 4 << 20};
+  shm.seconds = {1e-6, 1e-6 + (1 << 20) * 1e-10, 1e-6 + (1 << 20) * 1e-10 + (3 << 20) * 3e-10};
+  shm.shared_seconds = {51e-6, 51e-6 + (1 << 20) * 1e-10, 1e-6 + (1 << 20) * 1e-10 + (3 << 20) * 3e-10};
+  const Link at1 = at_message(shm, 1 << 20, 1);
+  EXPECT_NEAR(at1.beta, 1e-10, 1e-16);
+  EXPECT_NEAR(at1.cpu, 1e-10, 1e-16);  // in proportion: shared memory's cpu is its beta
+  EXPECT_NEAR(at1.alpha, 1e-6, 1e-15);
+  const Link at2 = at_message(shm, 2 << 20, 1);  // halfway along the second segment
+  EXPECT_NEAR(at2.beta * (2 << 20), (1 << 20) * 1e-10 + (1 << 20) * 3e-10, 1e-12);
+  const Link past = at_message(shm, 8 << 20, 1);  // extrapolated along the last segment
+  EXPECT_NEAR(past.beta * (8 << 20), (1 << 20) * 1e-10 + (7 << 20) * 3e-10, 1e-12);
+  // 4 ranks on 2 cores (s = 2): half the steps wait for a partner on the same core, 50 us each.
+  EXPECT_NEAR(at_message(shm, 8, 2).alpha, 1e-6 + 0.5 * 50e-6, 1e-12);
+  EXPECT_NEAR(at_message(shm, 4 << 20, 2).alpha, 1e-6, 1e-12);  // no hand-over measured there
+  // The ring of 2 ranks on a buffer of 1 MiB: 2 alpha and 1 MiB at the table's beta, plus the reduction.
+  Topology t = flat(2, 0, 0);
+  t.intra = t.inter = shm;
+  const Cost ring = exchange(kNone, 1 << 20, t);
+  EXPECT_NEAR(ring.total, 2e-6 + (1 << 20) * 1e-10, 1e-12);
+  // A link given another rate drops the table: its times describe the old one.
+  t.intra = t.inter = with_beta(shm, 1e-8);
+  EXPECT_NEAR(exchange(kNone, 1 << 20, t).total, 2e-6 + (1 << 20) * 1e-8, 1e-12);
+  EXPECT_TRUE(with_beta(shm, 1e-8).sizes.empty());
+}
+
+// A collective call's own cost is paid once per exchange, and not by one rank alone.
+TEST(ModelFormulas, EveryExchangePaysOneCallsCost) {
+  Topology t = flat(4, 1e-5, 1e-8, 1e-9);
+  const double plain = exchange(kNone, 1e6, t).total;
+  t.call = 2e-6;
+  EXPECT_NEAR(exchange(kNone, 1e6, t).total, plain + 2e-6, 1e-12);
+  EXPECT_NEAR(exchange(kNone, 1e6, t, Algorithm::RecursiveDoubling).latency,
+              exchange(kNone, 1e6, flat(4, 1e-5, 1e-8, 1e-9), Algorithm::RecursiveDoubling).latency + 2e-6, 1e-12);
+  Topology one = flat(1, 1e-5, 1e-8, 1e-9);
+  one.call = 2e-6;
+  EXPECT_EQ(exchange(kNone, 1e6, one).total, 0);
+}
+
 TEST(ModelFormulas, AlgorithmThatDoesNotApplyIsAnError) {
   const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-9, 1e-9};
   EXPECT_THROW(exchange(int8, 1e6, flat(4, 0, 1e-9), Algorithm::Ring), std::invalid_argument);
@@ -238,8 +281,11 @@ TEST(ModelFit, ParsesRatesAndRejectsNonsense) {
 
 Model sample() {
   Model m;
-  m.machine = Machine{2, 2e-10};
+  m.machine = Machine{2, 2e-10, 1.5e-6};
   m.links["shm"] = Link{3e-6, 1e-10};
+  m.links["shm"].sizes = {8, 4096};
+  m.links["shm"].seconds = {3e-6, 4e-6};
+  m.links["shm"].shared_seconds = {5e-5, 5.1e-5};
   m.links["tcp"] = Link{4e-5, 8e-9, 6e-10};
   m.codecs = {kNone,
               {"fp16", CodecKind::Summable, 2, 4e-10, 3e-10},
@@ -257,6 +303,11 @@ TEST(ModelFile, RoundTripsThroughToml) {
   EXPECT_DOUBLE_EQ(back.link("tcp").beta, 8e-9);
   EXPECT_DOUBLE_EQ(back.link("tcp").cpu, 6e-10);
   EXPECT_DOUBLE_EQ(back.link("shm").cpu, 0);
+  EXPECT_DOUBLE_EQ(back.machine.call, 1.5e-6);
+  EXPECT_EQ(back.link("shm").sizes, (std::vector<double>{8, 4096}));
+  EXPECT_EQ(back.link("shm").seconds, (std::vector<double>{3e-6, 4e-6}));
+  EXPECT_EQ(back.link("shm").shared_seconds, (std::vector<double>{5e-5, 5.1e-5}));
+  EXPECT_TRUE(back.link("tcp").sizes.empty());
   ASSERT_NE(back.codec("topk"), nullptr);
   EXPECT_EQ(back.codec("topk")->kind, CodecKind::Sparse);
   EXPECT_DOUBLE_EQ(back.codec("int8")->ratio, 3.9);
@@ -282,6 +333,13 @@ TEST(ModelFile, BadFilesSayWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(message(head + "[links.tcp]\nalpha_s = 0\nbeta_s_per_byte = 0\ncpu_s_per_byte = \"x\"\n")
                 .find("links.tcp.cpu_s_per_byte"),
+            std::string::npos);
+  const std::string tcp = head + "[links.tcp]\nalpha_s = 0\nbeta_s_per_byte = 1e-9\n";
+  EXPECT_NE(message(tcp + "message_bytes = [8, 4096]\none_way_s = [1e-6]\n").find("as many entries (2 and 1)"),
+            std::string::npos);
+  EXPECT_NE(message(tcp + "message_bytes = [4096, 8]\none_way_s = [1e-6, 2e-6]\n").find("must be ascending"),
+            std::string::npos);
+  EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [\"x\"]\n").find("links.tcp.one_way_s"),
             std::string::npos);
   // A file from before links had cpu_s_per_byte loads, the term absent.
   EXPECT_EQ(message(head + "[links.tcp]\nalpha_s = 0\nbeta_s_per_byte = 1e-9\n"), "no error");

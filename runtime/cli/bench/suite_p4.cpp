@@ -114,6 +114,7 @@ void run_p4(const Options& o, const Emit& emit) {
       if (model) {  // the cost model's prediction: every rank on this host, over its shm link
         gw::model::Topology t;
         t.nodes = 1, t.per_node = uint64_t(n), t.cores = model->machine.cores, t.gamma = model->machine.gamma;
+        t.call = model->machine.call;
         t.intra = t.inter = model->link(model->links.count("shm") ? "shm" : model->intra);
         const double p = gw::model::exchange(*model->codec("none"), double(size), t).total;
         r.extra["predicted_ms"] = p * 1e3;
