@@ -264,10 +264,6 @@ Cost flat(const CodecCost& k, double M, const Topology& t, Algorithm a, const Se
   throw std::invalid_argument(std::string("no flat formula for ") + algorithm_name(a));
 }
 
-}  // namespace
-
-namespace {
-
 // Piecewise linear through (sizes, seconds); past the last point along the last segment.
 double interpolate(const std::vector<double>& x, const std::vector<double>& y, double at) {
   if (x.size() == 1 || at <= x.front()) return y.front();
@@ -301,20 +297,9 @@ Link at_message(const Link& l, double m, double s) {
 }
 
 namespace {
-Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, const Settings& st);
-}  // namespace
 
-Cost exchange(const CodecCost& k, double M, const Topology& t, Algorithm a, const Settings& st) {
-  Cost c = exchange_of(k, M, t, a, st);
-  if (t.ranks() > 1 && M > 0) {  // one rank runs no collective
-    c.latency += t.call;
-    c.total += t.call;
-  }
-  return c;
-}
-
-namespace {
-
+// exchange() without the call's own cost, which exchange() adds once (the two-level cross groups' inner
+// exchange runs inside the same call).
 Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, const Settings& st) {
   if (t.nodes == 0 || t.per_node == 0)
     throw std::invalid_argument("the topology has no ranks; give at least one node with one rank");
@@ -377,6 +362,15 @@ Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, c
 }
 
 }  // namespace
+
+Cost exchange(const CodecCost& k, double M, const Topology& t, Algorithm a, const Settings& st) {
+  Cost c = exchange_of(k, M, t, a, st);
+  if (t.ranks() > 1 && M > 0) {  // one rank runs no collective
+    c.latency += t.call;
+    c.total += t.call;
+  }
+  return c;
+}
 
 std::vector<Algorithm> algorithms_for(const CodecCost& k, const Topology& t, double M, const Settings& st) {
   std::vector<Algorithm> out;
