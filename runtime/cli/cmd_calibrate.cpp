@@ -197,7 +197,8 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config, 
     t.pop_back();
   }
   l.alpha = t.front();
-  const double t1 = t[sizes.size() - 3], t16 = t.back();  // 1 MiB (third from the end) and 16 MiB
+  const size_t mib = size_t(std::find(sizes.begin(), sizes.end(), uint64_t(1) << 20) - sizes.begin());
+  const double t1 = t[mib], t16 = t.back();  // 1 MiB and 16 MiB (the last size)
   l.beta = t16 > t1 ? (t16 - t1) / double((16 << 20) - (1 << 20)) : t16 / double(16 << 20);
   if (table) {
     l.sizes.assign(sizes.begin(), sizes.end());
