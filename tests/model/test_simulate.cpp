@@ -145,6 +145,16 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   EXPECT_DOUBLE_EQ(m.link("inter").cpu, tcp.cpu);
   EXPECT_DOUBLE_EQ(m.link("inter").beta, 8.0 / 1e9);
   EXPECT_EQ(m.inter, "inter");
+  // Shared memory: one-way times by message size, on two cores and on one, and a call's own cost.
+  const gw::model::Link& shm = m.link("shm");
+  ASSERT_EQ(shm.sizes.size(), 7u) << r.output;
+  ASSERT_EQ(shm.seconds.size(), 7u);
+  ASSERT_EQ(shm.shared_seconds.size(), 7u);
+  EXPECT_EQ(shm.sizes.back(), double(16 << 20));
+  EXPECT_GT(shm.seconds.back(), shm.seconds.front());
+  EXPECT_NE(r.output.find("us with both ranks on one core"), std::string::npos) << r.output;
+  EXPECT_GT(m.machine.call, 0) << r.output;
+  EXPECT_TRUE(tcp.sizes.empty());
 }
 
 }  // namespace
