@@ -4,12 +4,6 @@
 
 namespace gw::coll {
 
-bool gathers_encoded(uint32_t nodes, const std::string& setting) {
-  if (setting == "gather") return true;
-  if (setting == "scatter") return false;
-  return nodes <= 2;
-}
-
 bool use_two_level(const comm::Topology& t, const std::string& setting) {
   if (setting == "off") return false;
   if (!t.even()) {

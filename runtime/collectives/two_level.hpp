@@ -16,6 +16,7 @@
 #include <string>
 
 #include "collectives/compressed.hpp"
+#include "collectives/two_level_cross.hpp"
 #include "comm/topology.hpp"
 
 namespace gw::coll {
@@ -24,12 +25,6 @@ namespace gw::coll {
 // [collectives] two_level (auto, on, off). Throws GW_ERR_UNSUPPORTED with "on" and nodes of different
 // sizes (every rank has the same topology, so every rank refuses alike).
 bool use_two_level(const comm::Topology& topology, const std::string& setting);
-
-// Whether the cross phase gathers every node's encoded sum (true) or runs a scatter-reduce-allgather,
-// for [collectives] two_level_cross (auto, gather, scatter): the gather quantizes each node's sum once
-// but sends (M - 1) payloads per rank where the scatter-reduce-allgather sends 2 (M - 1) / M, so auto
-// gathers while that costs no more (M <= 2).
-bool gathers_encoded(uint32_t nodes, const std::string& setting);
 
 // The algorithm above over args (in place on args.buf; args.in read when set); `gather` from
 // gathers_encoded (the same on every rank).

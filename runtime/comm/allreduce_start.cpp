@@ -24,7 +24,7 @@ gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs 
   a.ring_threshold_bytes = comm.settings().ring_threshold_bytes;
   const Signature s{CollectiveKind::Allreduce, a.op, GW_DTYPE_F32, a.count, 0, a.codec->id()};
   if (coll::use_two_level(comm.topology(), comm.settings().two_level)) {
-    const bool gather = coll::gathers_encoded(uint32_t(comm.topology().node_count()), comm.settings().two_level_cross);
+    const bool gather = coll::gathers_encoded(comm.topology().node_count(), comm.settings().two_level_cross);
     const auto two_level = [a, t = comm.topology(), gather, finish](Collective& c) {
       return then(coll::allreduce_two_level(c, a, t, gather), finish);
     };

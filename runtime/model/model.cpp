@@ -2,6 +2,8 @@
 // and beta, the machine's gamma, a codec's encode e, decode d (per f32 byte) and size ratio r.
 #include "model/model.hpp"
 
+#include "collectives/two_level_cross.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -43,7 +45,7 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
   Cost c;
   c.algorithm = Algorithm::Ring;
   if (n <= 1) return c;
-  const Link l = at_message(link, M, s);
+  const Link l = at_buffer(link, M, s);
   c.latency = 2 * (n - 1) * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M;
   c.wire = c.bytes_sent * l.beta;
@@ -59,7 +61,7 @@ Cost recursive_doubling(double M, double n, const Link& link, double gamma, doub
   Cost c;
   c.algorithm = Algorithm::RecursiveDoubling;
   if (n <= 1) return c;
-  const Link l = at_message(link, M, s);
+  const Link l = at_buffer(link, M, s);
   const double p = std::exp2(std::floor(std::log2(n)));
   const double rounds = std::log2(p) + (p < n ? 2 : 0);  // non-powers of two fold in and unfold
   c.latency = rounds * l.alpha;
@@ -283,16 +285,16 @@ Link with_beta(Link l, double beta) {
   return l;
 }
 
-Link at_message(const Link& l, double m, double s) {
+Link at_buffer(const Link& l, double bytes, double s) {
   if (l.sizes.empty() || l.sizes.size() != l.seconds.size()) return l;
   Link out = l;
-  const double own = interpolate(l.sizes, l.seconds, m);
-  if (m > 0) {
-    out.beta = std::max(0.0, own - l.alpha) / m;
+  const double own = interpolate(l.sizes, l.seconds, bytes);
+  if (bytes > 0) {
+    out.beta = std::max(0.0, own - l.alpha) / bytes;
     if (l.beta > 0) out.cpu = l.cpu * out.beta / l.beta;
   }
   if (s > 1 && l.shared_seconds.size() == l.sizes.size())
-    out.alpha += (1 - 1 / s) * std::max(0.0, interpolate(l.sizes, l.shared_seconds, m) - own);
+    out.alpha += (1 - 1 / s) * std::max(0.0, interpolate(l.sizes, l.shared_seconds, bytes) - own);
   return out;
 }
 
@@ -337,7 +339,7 @@ Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, c
     between.gamma = t.gamma;
     // The runtime's cross phase (collectives/two_level.hpp): dense-payload codecs gather the encoded node
     // sums under two_level_cross = gather (auto: with 2 nodes), the others run their own algorithm.
-    const bool gather = (st.two_level_cross == "gather" || (st.two_level_cross == "auto" && t.nodes <= 2)) &&
+    const bool gather = coll::gathers_encoded(t.nodes, st.two_level_cross) &&
                         (k.kind == CodecKind::Quantized || k.kind == CodecKind::Summable);
     const Cost x = gather ? gather_encoded(k, M / g, double(t.nodes), between.inter, t.gamma,
                                            oversubscription(between), st)

@@ -34,7 +34,7 @@ struct Link {
 // (s > 1) alpha gains the measured hand-over between two ranks on one core (the one-core time beyond the
 // two-core one: a step waits for a partner that must first be scheduled) for the share 1 - 1/s of steps
 // whose partner shares one.
-Link at_message(const Link& l, double bytes, double s);
+Link at_buffer(const Link& l, double bytes, double s);
 
 // The link with another bandwidth (1 / beta); its measured message times no longer describe it.
 Link with_beta(Link l, double beta);

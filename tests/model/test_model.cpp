@@ -202,17 +202,17 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   shm.sizes = {8, 1 << 20, 4 << 20};
   shm.seconds = {1e-6, 1e-6 + (1 << 20) * 1e-10, 1e-6 + (1 << 20) * 1e-10 + (3 << 20) * 3e-10};
   shm.shared_seconds = {51e-6, 51e-6 + (1 << 20) * 1e-10, 1e-6 + (1 << 20) * 1e-10 + (3 << 20) * 3e-10};
-  const Link at1 = at_message(shm, 1 << 20, 1);
+  const Link at1 = at_buffer(shm, 1 << 20, 1);
   EXPECT_NEAR(at1.beta, 1e-10, 1e-16);
   EXPECT_NEAR(at1.cpu, 1e-10, 1e-16);  // in proportion: shared memory's cpu is its beta
   EXPECT_NEAR(at1.alpha, 1e-6, 1e-15);
-  const Link at2 = at_message(shm, 2 << 20, 1);  // halfway along the second segment
+  const Link at2 = at_buffer(shm, 2 << 20, 1);  // halfway along the second segment
   EXPECT_NEAR(at2.beta * (2 << 20), (1 << 20) * 1e-10 + (1 << 20) * 3e-10, 1e-12);
-  const Link past = at_message(shm, 8 << 20, 1);  // extrapolated along the last segment
+  const Link past = at_buffer(shm, 8 << 20, 1);  // extrapolated along the last segment
   EXPECT_NEAR(past.beta * (8 << 20), (1 << 20) * 1e-10 + (7 << 20) * 3e-10, 1e-12);
   // 4 ranks on 2 cores (s = 2): half the steps wait for a partner on the same core, 50 us each.
-  EXPECT_NEAR(at_message(shm, 8, 2).alpha, 1e-6 + 0.5 * 50e-6, 1e-12);
-  EXPECT_NEAR(at_message(shm, 4 << 20, 2).alpha, 1e-6, 1e-12);  // no hand-over measured there
+  EXPECT_NEAR(at_buffer(shm, 8, 2).alpha, 1e-6 + 0.5 * 50e-6, 1e-12);
+  EXPECT_NEAR(at_buffer(shm, 4 << 20, 2).alpha, 1e-6, 1e-12);  // no hand-over measured there
   // The ring of 2 ranks on a buffer of 1 MiB: 2 alpha and 1 MiB at the table's beta, plus the reduction.
   Topology t = flat(2, 0, 0);
   t.intra = t.inter = shm;

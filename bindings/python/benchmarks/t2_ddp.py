@@ -12,8 +12,9 @@ learning rate, the global batch split evenly over the ranks), once per configura
                                                         gw-onebit-ef   gradwire hook, one bit + error feedback
 
 Prints JSON lines: "compute" (the step without any communication: the same model, no DDP, on every rank at
-once; before and after the configurations), "eval" per evaluation and "result" per configuration (time to 85 % test accuracy, final accuracy, mean
-step time, bytes this rank's network interface sent per step). Training time excludes evaluations.
+once; before and after the configurations), "eval" per evaluation and "result" per configuration (time to
+85 % test accuracy, final accuracy, mean step time, bytes this rank's network interface sent per step).
+Training time excludes evaluations.
 
 Run one rank per process with torchrun's variables or under `gradwire run` (scripts/bench-t2.sh does, behind
 rate-limited links). Needs Debian's python3-torch: /usr/bin/python3.
