@@ -49,8 +49,18 @@ down() {
   for ns in $(our_namespaces); do ip netns del "$ns" 2>/dev/null || true; done
 }
 
+# A link's burst: what it sends back to back at the veth's speed before the rate holds. A NIC has none,
+# so the bucket holds 1 ms of the rate (12.5 KB at 100mbit, 125 KB at 1gbit, 1.25 MB at 10gbit), at
+# least 16 KB: a fixed 256 KB let a quarter of a megabyte through at once on a 100mbit link.
+burst_of() {
+  awk -v r="$1" 'BEGIN {
+    match(r, /^[0-9.]+/); v = substr(r, 1, RLENGTH); u = substr(r, RLENGTH + 1)
+    s = (u == "kbit") ? 1e3 : (u == "mbit") ? 1e6 : (u == "gbit") ? 1e9 : (u == "tbit") ? 1e12 : 1
+    b = v * s / 8 / 1000; if (b < 16384) b = 16384; printf "%d", b }'
+}
+
 limit() {  # namespace, device, rate: a token bucket on the device's egress
-  ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$3" burst 256kb latency 50ms
+  ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$3" burst "$(burst_of "$3")" latency 50ms
 }
 
 up() {

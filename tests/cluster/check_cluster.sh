@@ -18,11 +18,15 @@ command -v ping >/dev/null || { echo "no ping (iputils-ping): skipped"; exit 77;
 "$cluster" exec 2 ping -c 1 -W 2 198.18.0.2 >/dev/null || fail "rank 2 cannot ping rank 1"
 "$cluster" exec 1 tc qdisc show dev eth0 | grep -q "tbf.*rate 100Mbit" || fail "no tbf on rank 1's end"
 ip netns exec "${GW_CLUSTER_NAME}-sw" tc qdisc show dev p1 | grep -q "tbf.*rate 100Mbit" || fail "no tbf on the switch's end"
+# The bucket holds 1 ms of the rate, at least 16 KB (a fixed 256 KB lets a burst through at 100mbit).
+"$cluster" exec 1 tc qdisc show dev eth0 | grep -q "tbf.*burst 16Kb" || fail "100mbit's burst is not 16 KB"
 "$cluster" up 2 1gbit 2>&1 | grep -q "already up" || fail "a second up must refuse"
 "$cluster" down || fail "down"
 [ "$(ours)" -eq 0 ] || fail "down left $(ours) namespaces"
 
 # A command run inside the cluster: torn down however it ends.
+"$cluster" run 1 10gbit -- sh -c 'ip netns exec "${GW_CLUSTER_NAME}-r0" tc qdisc show dev eth0' | grep -q "burst 12[0-9]*b" ||
+  fail "10gbit's burst is not 1 ms of the rate (about 1.25 MB)"
 "$cluster" run 2 1gbit -- sh -c "exit 3"
 [ $? -eq 3 ] || fail "run must return the command's status"
 [ "$(ours)" -eq 0 ] || fail "run left $(ours) namespaces"
