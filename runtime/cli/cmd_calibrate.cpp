@@ -110,25 +110,46 @@ gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const Cali
   return gw::model::measure_codec(name, kind, probe, args.bytes, chunk, args.repetitions);
 }
 
-// One-way times of a ping-pong between two forked local ranks over one UCX transport, at each size: the
-// median, but the fastest for the smallest size unless `scheduled` (its alpha: on a loaded machine the
-// median measures the scheduler; with both ranks on one core the scheduler is what is measured). With
+// Both ranks send one message and receive the other's at once (a step of a ring or of recursive
+// doubling); blocks until both complete.
+void exchange_once(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t other) {
+  gw_request *send = nullptr, *recv = nullptr;
+  bench::check_bench(gw_recv_start(comm, in, other, 1, &recv), "receive");
+  bench::check_bench(gw_send_start(comm, out, other, 1, &send), "send");
+  const gw_status a = gw_request_wait(recv, 60), b = gw_request_wait(send, 60);
+  gw_request_free(recv);
+  gw_request_free(send);
+  bench::check_bench(a, "receive");
+  bench::check_bench(b, "send");
+}
+
+// One-way times between two forked local ranks over one UCX transport, at each size: the median, but the
+// fastest for the smallest size unless `scheduled` (its alpha: on a loaded machine the median measures
+// the scheduler; with both ranks on one core the scheduler is what is measured). A ping-pong (half a
+// round trip) or, with `both_ways`, both ranks sending at once (the time of the exchange: the copies of
+// the two directions share the memory's bandwidth, as in every step of the dense algorithms). With
 // `call`, one more entry: the median time of an allreduce of one f32 (a collective call's own cost).
 std::vector<double> ping_pong(const std::string& tls, const std::string& config, const std::vector<uint64_t>& sizes,
-                              bool scheduled = false, bool call = false) {
+                              bool scheduled = false, bool call = false, bool both_ways = false) {
   bench::RankSetup setup;
   setup.config = config;
   setup.timeout_s = 60;
   const json r = bench::run_forked_ranks(2, {{"UCX_TLS", tls}}, setup, [&](gw_runtime*, gw_comm* comm) {
     const uint32_t rank = gw_comm_rank(comm), other = 1 - rank;
-    std::vector<char> buf(sizes.back());
+    std::vector<char> buf(sizes.back()), back(both_ways ? sizes.back() : 0);
     json seconds = json::array();
     for (uint64_t size : sizes) {
       gw_tensor t = bench::bytes_tensor(buf.data(), size);
+      gw_tensor u = bench::bytes_tensor(back.data(), both_ways ? size : 0);
       const int iters = size <= 65536 ? 200 : size <= (4 << 20) ? 40 : 10;
       std::vector<double> samples;
       for (int i = -2; i < iters; ++i) {
         const auto t0 = Clock::now();
+        if (both_ways) {
+          exchange_once(comm, &t, &u, other);
+          if (i >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+          continue;
+        }
         if (rank == 0) {
           bench::check_bench(gw_send(comm, &t, other, 1), "send");
           bench::check_bench(gw_recv(comm, &t, other, 1), "recv");
@@ -160,8 +181,10 @@ std::vector<double> ping_pong(const std::string& tls, const std::string& config,
   return r.get<std::vector<double>>();
 }
 
-// The same with both ranks on one core (this process's affinity, which the ranks inherit, narrowed to
+// A ping-pong with both ranks on one core (this process's affinity, which the ranks inherit, narrowed to
 // the first core it may use for the measurement): every message waits for its receiver to be scheduled.
+// A ping-pong, not an exchange: on one core an exchange's two copies also run one after the other, and
+// the model stretches that work by its own factor; what it takes from here is the hand-over.
 std::vector<double> ping_pong_on_one_core(const std::string& tls, const std::string& config,
                                           const std::vector<uint64_t>& sizes) {
   cpu_set_t all, one;
@@ -184,13 +207,14 @@ std::vector<double> ping_pong_on_one_core(const std::string& tls, const std::str
 }
 
 // alpha and beta of one UCX transport (the smallest message's time; the slope between 1 and 16 MiB),
-// and for shared memory the one-way times by message size, on separate cores and on one, and (into
-// *call) what a collective call costs beyond its message: a one-f32 allreduce's time less alpha.
+// and for shared memory the times of an exchange (both ranks sending at once) by message size, on
+// separate cores and on one, and (into *call) what a collective call costs beyond its message: a
+// one-f32 allreduce's time less alpha.
 gw::model::Link measure_link(const std::string& tls, const std::string& config, double* call) {
   const bool table = tls == "shm";
   const std::vector<uint64_t> sizes = table ? std::vector<uint64_t>{8, 4096, 65536, 262144, 1 << 20, 4 << 20, 16 << 20}
                                             : std::vector<uint64_t>{8, 1 << 20, 16 << 20};
-  std::vector<double> t = ping_pong(tls, config, sizes, false, table);
+  std::vector<double> t = ping_pong(tls, config, sizes, false, table, table);
   gw::model::Link l;
   if (table) {
     *call = std::max(0.0, t.back() - t.front());
@@ -217,7 +241,7 @@ json measure_cpu(const CalibrateArgs& args) {
     const gw::model::CodecCost c = name == "none" ? gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0}
                                                   : measure(rt.get(), name, args, chunk);
     out["codecs"].push_back({{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio},
-                             {"encode", c.encode}, {"decode", c.decode}});
+                             {"encode", c.encode}, {"decode", c.decode}, {"decode_accumulate", c.decode_accumulate}});
   }
   return out;
 }
@@ -271,7 +295,7 @@ json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
   json all = results.front();
   all["gamma"] = median([](const json& r) { return r["gamma"].get<double>(); });
   for (size_t c = 0; c < all["codecs"].size(); ++c)
-    for (const char* k : {"encode", "decode"})
+    for (const char* k : {"encode", "decode", "decode_accumulate"})
       all["codecs"][c][k] = median([&](const json& r) { return r["codecs"][c][k].get<double>(); });
   return all;
 }
@@ -288,13 +312,15 @@ int run(const CalibrateArgs& args) {
             << " process(es) measuring at once, sum " << std::setprecision(3) << 1e-9 / m.machine.gamma
             << " GB/s (f32 bytes)\n";
   std::cout << std::left << std::setw(10) << "codec" << std::setw(16) << "kind" << std::right << std::setw(10) << "ratio"
-            << std::setw(14) << "encode GB/s" << std::setw(14) << "decode GB/s" << "\n";
+            << std::setw(14) << "encode GB/s" << std::setw(14) << "decode GB/s" << std::setw(14) << "adding GB/s" << "\n";
   for (const json& j : cpu["codecs"]) {
-    gw::model::CodecCost c{j["name"], *gw::model::kind_from_name(j["kind"]), j["ratio"], j["encode"], j["decode"]};
+    gw::model::CodecCost c{j["name"], *gw::model::kind_from_name(j["kind"]), j["ratio"], j["encode"], j["decode"],
+                           j.value("decode_accumulate", 0.0)};
     const double dec = c.kind == gw::model::CodecKind::Sparse ? c.decode / c.ratio : c.decode;
     std::cout << std::left << std::setw(10) << c.name << std::setw(16) << gw::model::kind_name(c.kind) << std::right
               << std::setw(10) << std::setprecision(4) << c.ratio << std::setw(14)
-              << (c.encode > 0 ? 1e-9 / c.encode : 0) << std::setw(14) << (dec > 0 ? 1e-9 / dec : 0) << "\n";
+              << (c.encode > 0 ? 1e-9 / c.encode : 0) << std::setw(14) << (dec > 0 ? 1e-9 / dec : 0) << std::setw(14)
+              << (c.decode_accumulate > 0 ? 1e-9 / c.decode_accumulate : 0) << "\n";
     m.codecs.push_back(c);
   }
   if (!m.codec("none")) m.codecs.insert(m.codecs.begin(), gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0});
@@ -326,8 +352,9 @@ int run(const CalibrateArgs& args) {
         std::cout << "link " << tls << ": alpha " << std::setprecision(3) << l.alpha * 1e6 << " us, "
                   << (l.beta > 0 ? 1e-6 / l.beta : 0) << " MB/s" << cpu_note << "\n";
         for (size_t i = 0; i < l.sizes.size(); ++i)
-          std::cout << "  " << std::setw(9) << uint64_t(l.sizes[i]) << " bytes one way: " << std::setprecision(3)
-                    << l.seconds[i] * 1e6 << " us, " << l.shared_seconds[i] * 1e6 << " us with both ranks on one core\n";
+          std::cout << "  " << std::setw(9) << uint64_t(l.sizes[i]) << " bytes each way at once: " << std::setprecision(3)
+                    << l.seconds[i] * 1e6 << " us; one way, " << l.shared_seconds[i] * 1e6
+                    << " us with both ranks on one core\n";
       } catch (const std::exception& e) {
         std::cout << "link " << tls << ": not measured (" << e.what() << ")\n";
       }

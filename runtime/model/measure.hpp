@@ -31,7 +31,8 @@ std::vector<float> sample_gradient(uint64_t count, uint64_t seed = 1);
 // Times the codec on `total_bytes` of f32 cut into pieces of `chunk_bytes` (as the compressed
 // allreduce cuts them), the fastest of `repetitions` after a warm-up. Sparse codecs' decode is per
 // payload byte and adds into a buffer already written (GW_DECODE_ACCUMULATE: the sparse allgather writes
-// its buffer once and then adds n payloads), the others' per f32 byte, writing the whole piece.
+// its buffer once and then adds n payloads), the others' per f32 byte, writing the whole piece; summable
+// and quantized codecs' decode_accumulate per f32 byte, adding onto the piece.
 CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProbe& probe, uint64_t total_bytes,
                         uint64_t chunk_bytes, int repetitions);
 

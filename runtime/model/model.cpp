@@ -80,6 +80,11 @@ Cost dense(double M, double n, const Link& l, double gamma, double s, const Sett
 // Pieces per block for the alpha term of the pipelined algorithms: each piece is a message.
 double pieces_of(double bytes, const Settings& st) { return std::max(1.0, std::ceil(bytes / st.chunk_bytes)); }
 
+// A decode that adds into a buffer: measured, or a decode followed by a sum.
+double decode_adding(const CodecCost& k, double gamma) {
+  return k.decode_accumulate > 0 ? k.decode_accumulate : k.decode + gamma;
+}
+
 Cost summable(const CodecCost& k, double M, double n, const Link& l, double gamma, double s, const Settings& st) {
   Cost c;
   c.algorithm = Algorithm::Summable;
@@ -87,9 +92,10 @@ Cost summable(const CodecCost& k, double M, double n, const Link& l, double gamm
   c.latency = 2 * (n - 1) * pieces * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M / k.ratio;
   c.wire = c.bytes_sent * l.beta;
-  // Reduce-scatter: per hop, decode, add and re-encode a block; allgather: decode every arriving block.
-  c.encode = (M / n * k.encode + (n - 1) / n * M * (k.encode + 2 * k.decode)) * s;
-  c.cpu = c.encode + (n - 1) / n * M * gamma * s;
+  // Reduce-scatter: per hop, decode a block adding it onto this rank's values and re-encode it;
+  // allgather: decode every arriving block.
+  c.encode = (M / n * k.encode + (n - 1) / n * M * (k.encode + decode_adding(k, gamma) + k.decode)) * s;
+  c.cpu = c.encode;
   c.transport = c.bytes_sent * l.cpu * s;
   c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
   return c;
@@ -103,10 +109,12 @@ Cost scatter_reduce_allgather(const CodecCost& k, double M, double n, const Link
   c.latency = 2 * (n - 1) * pieces * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M / k.ratio;
   c.wire = c.bytes_sent * l.beta;
-  // Every rank encodes the n - 1 blocks it contributes, the owner decodes n - 1 contributions, sums,
-  // re-quantizes its block once; every rank decodes the n - 1 other owners' results.
-  c.encode = ((n - 1) / n * M * k.encode + M / n * k.encode + 2 * (n - 1) / n * M * k.decode) * s;
-  c.cpu = c.encode + (n - 1) / n * M * gamma * s;
+  // Every rank encodes the n - 1 blocks it contributes; the owner decodes the n - 1 contributions adding
+  // them into its sum, adds its own values and re-quantizes its block once; every rank decodes the n - 1
+  // other owners' results.
+  c.encode = ((n - 1) / n * M * k.encode + M / n * k.encode +
+              (n - 1) / n * M * (decode_adding(k, gamma) + k.decode)) * s;
+  c.cpu = c.encode + M / n * gamma * s;
   c.transport = c.bytes_sent * l.cpu * s;
   c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
   return c;
@@ -139,7 +147,8 @@ Cost gather_encoded(const CodecCost& k, double M, double n, const Link& l, doubl
   c.latency = (n - 1) * pieces * l.alpha;
   c.bytes_sent = (n - 1) * M / k.ratio;
   c.wire = c.bytes_sent * l.beta;
-  c.encode = (M * k.encode + n * M * k.decode) * s;
+  // The first payload decoded into the result, the other n - 1 added onto it.
+  c.encode = (M * k.encode + M * k.decode + (n - 1) * M * decode_adding(k, gamma)) * s;
   c.cpu = c.encode + M * gamma * s;  // the average
   c.transport = c.bytes_sent * l.cpu * s;
   c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);

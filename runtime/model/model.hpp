@@ -56,6 +56,10 @@ struct CodecCost {
   double ratio = 1;   // f32 bytes / payload bytes (header included)
   double encode = 0;  // seconds per f32 byte encoded
   double decode = 0;  // seconds per f32 byte decoded into a dense buffer (Sparse: per payload byte)
+  // Seconds per f32 byte of a decode that adds into a buffer (GW_DECODE_ACCUMULATE: how the summable
+  // ring and the owners of scatter-reduce-allgather sum contributions); 0 when not measured, where the
+  // formulas take decode + gamma (a decode, then a sum).
+  double decode_accumulate = 0;
 };
 
 struct Machine {

@@ -82,11 +82,14 @@ std::string to_toml(const Model& m) {
   }
   root.insert("links", std::move(links));
   toml::table codecs;
-  for (const CodecCost& c : m.codecs)
-    codecs.insert(c.name, toml::table{{"kind", kind_name(c.kind)},
-                                      {"ratio", c.ratio},
-                                      {"encode_s_per_byte", c.encode},
-                                      {"decode_s_per_byte", c.decode}});
+  for (const CodecCost& c : m.codecs) {
+    toml::table t{{"kind", kind_name(c.kind)},
+                  {"ratio", c.ratio},
+                  {"encode_s_per_byte", c.encode},
+                  {"decode_s_per_byte", c.decode}};
+    if (c.decode_accumulate > 0) t.insert("decode_accumulate_s_per_byte", c.decode_accumulate);
+    codecs.insert(c.name, std::move(t));
+  }
   root.insert("codecs", std::move(codecs));
   std::ostringstream out;
   out << "# gradwire cost model: gradwire calibrate wrote it; docs/cost-model.md explains every key.\n"
@@ -147,6 +150,7 @@ Model from_toml(const std::string& text, const std::string& origin) {
       if (!(k.ratio > 0)) throw std::invalid_argument(where + ".ratio: must be above 0");
       k.encode = number(*c, "encode_s_per_byte", where);
       k.decode = number(*c, "decode_s_per_byte", where);
+      k.decode_accumulate = number(*c, "decode_accumulate_s_per_byte", where, false, 0);
       has_none = has_none || k.name == "none";
       m.codecs.push_back(k);
     }

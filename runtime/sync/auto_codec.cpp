@@ -129,13 +129,13 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
   const uint64_t chunk = comm.settings().pipeline_chunk_bytes;
   // A codec that keeps error feedback also pays the residual's passes on every exchange.
   const auto feedback = [&](const Codec& c) { return keeps_error_feedback(cfg, &c); };
-  constexpr size_t kCodec0 = 6;
-  std::vector<double> v(kCodec0 + 3 * codecs.size(), 0.0);
+  constexpr size_t kCodec0 = 6, kPer = 4;  // per codec: ratio, encode, decode, decode adding
+  std::vector<double> v(kCodec0 + kPer * codecs.size(), 0.0);
   // Start together, so ranks that share cores are timed sharing them.
   run_collective(comm, v.data(), 1, GW_DTYPE_F64, GW_REDUCE_MAX);
   // The codecs' and the memory's numbers do not change with the link: measured once (alike on every
   // rank, so every rank skips alike), a re-decision measures only the link.
-  const bool known_machine = !from_file && machine && machine->size() == 1 + 3 * codecs.size();
+  const bool known_machine = !from_file && machine && machine->size() == 1 + kPer * codecs.size();
   if (known_machine) {
     v[0] = (*machine)[0];
     std::copy(machine->begin() + 1, machine->end(), v.begin() + kCodec0);
@@ -148,7 +148,8 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
       // memory's (two elementwise passes and a local decode; a sparse decode writes its buffer once more).
       if (known && feedback(*codecs[i]))
         c.encode += 2 * v[0] + (c.kind == gm::CodecKind::Sparse ? v[0] : c.decode);
-      v[kCodec0 + 3 * i] = c.ratio, v[kCodec0 + 1 + 3 * i] = c.encode, v[kCodec0 + 2 + 3 * i] = c.decode;
+      double* at = &v[kCodec0 + kPer * i];
+      at[0] = c.ratio, at[1] = c.encode, at[2] = c.decode, at[3] = c.decode_accumulate;
     }
   }
   constexpr double kSmall = 256 << 10, kMedium = 1 << 20, kLarge = 16 << 20;
@@ -205,7 +206,8 @@ std::vector<AutoChoice> choose_auto_codecs(comm::Communicator& comm, const Runti
     gm::CodecCost c;
     c.name = codecs[i]->name();
     c.kind = gm::kind_of(c.name, flags & GW_CODEC_SPARSE, flags & GW_CODEC_SUMMABLE, flags & GW_CODEC_SHARED_INDICES);
-    c.ratio = v[kCodec0 + 3 * i], c.encode = v[kCodec0 + 1 + 3 * i], c.decode = v[kCodec0 + 2 + 3 * i];
+    const double* at = &v[kCodec0 + kPer * i];
+    c.ratio = at[0], c.encode = at[1], c.decode = at[2], c.decode_accumulate = at[3];
     if (feedback(*codecs[i])) charged += (charged.empty() ? "" : ", ") + c.name;
     m.codecs.push_back(c);
   }

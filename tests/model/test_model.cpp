@@ -63,6 +63,27 @@ TEST(ModelFormulas, ScatterReduceAllgatherRequantizesOnce) {
   EXPECT_NEAR(c.encode, 8e6 * 1e-10 + 1.5 * 8e6 * 2e-10, 1e-12);
 }
 
+TEST(ModelFormulas, ContributionsAreSummedAsTheyAreDecoded) {
+  // The scatter-reduce owner and the summable ring decode contributions onto a buffer
+  // (GW_DECODE_ACCUMULATE): measured, that cost replaces a decode followed by a sum (gamma).
+  const Topology t = flat(4, 0, 1e-8, 1e-10);
+  CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-10, 2e-10};
+  Cost c = exchange(int8, 8e6, t);
+  // M e + (n-1)/n M (d + d + gamma); the owner adds its own values: M/n gamma
+  EXPECT_NEAR(c.encode, 8e-4 + 6e6 * 5e-10, 1e-12);
+  EXPECT_NEAR(c.cpu, c.encode + 2e6 * 1e-10, 1e-12);
+  int8.decode_accumulate = 2.5e-10;
+  c = exchange(int8, 8e6, t);
+  EXPECT_NEAR(c.encode, 8e-4 + 6e6 * 4.5e-10, 1e-12);
+  EXPECT_NEAR(c.cpu, c.encode + 2e6 * 1e-10, 1e-12);
+  CodecCost fp16{"fp16", CodecKind::Summable, 2, 1e-10, 1e-10};
+  fp16.decode_accumulate = 1.5e-10;
+  c = exchange(fp16, 4e6, t);
+  // M/n e + (n-1)/n M (e + decode adding + d), and no separate sum
+  EXPECT_NEAR(c.encode, 1e-4 + 3e6 * 3.5e-10, 1e-12);
+  EXPECT_NEAR(c.cpu, c.encode, 1e-12);
+}
+
 TEST(ModelFormulas, SparseAllgatherUntilPayloadsOutweighTheDenseRing) {
   const CodecCost topk{"topk", CodecKind::Sparse, 40, 1e-10, 1e-9};
   const Cost small = exchange(topk, 4e6, flat(8, 0, 1e-8));
@@ -289,7 +310,7 @@ Model sample() {
   m.links["tcp"] = Link{4e-5, 8e-9, 6e-10};
   m.codecs = {kNone,
               {"fp16", CodecKind::Summable, 2, 4e-10, 3e-10},
-              {"int8", CodecKind::Quantized, 3.9, 5e-10, 4e-10},
+              {"int8", CodecKind::Quantized, 3.9, 5e-10, 4e-10, 4.5e-10},
               {"topk", CodecKind::Sparse, 40, 3e-9, 2e-9}};
   m.source = "test";
   return m;
@@ -311,6 +332,8 @@ TEST(ModelFile, RoundTripsThroughToml) {
   ASSERT_NE(back.codec("topk"), nullptr);
   EXPECT_EQ(back.codec("topk")->kind, CodecKind::Sparse);
   EXPECT_DOUBLE_EQ(back.codec("int8")->ratio, 3.9);
+  EXPECT_DOUBLE_EQ(back.codec("int8")->decode_accumulate, 4.5e-10);
+  EXPECT_DOUBLE_EQ(back.codec("fp16")->decode_accumulate, 0);  // not measured: absent from the file
   EXPECT_THROW(back.link("ib"), std::invalid_argument);
 }
 
