@@ -17,14 +17,21 @@ suites=${SUITES:-P5 P7 P4}
 mkdir -p "$out"
 [ -f "$out/model.toml" ] || "$gw" calibrate -o "$out/model.toml" | tee "$out/calibrate.txt"
 wants() { [[ " $suites " == *" $1 "* ]]; }
+# A run whose peer failed to start (Open MPI's daemons now and then cannot connect across the namespaces)
+# is run once more before its point is left out.
+twice() {  # OUT CMD...: CMD's output into OUT
+  local o="$1"
+  shift
+  "$@" > "$o" || { echo "failed; once more" >&2; "$@" > "$o"; }
+}
 if wants P5; then
   for n in $ranks; do
     for rate in $rates; do
       f="$out/p5-$n-$rate.jsonl"
       [ -s "$f" ] && continue
       echo "P5: $n ranks at $rate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-      "$gw" bench --suite P5 --link "$rate" --ranks "$n" --bytes "$bytes" --repetitions "$reps" \
-        --model "$out/model.toml" --json > "$f.tmp" && mv "$f.tmp" "$f"
+      twice "$f.tmp" "$gw" bench --suite P5 --link "$rate" --ranks "$n" --bytes "$bytes" --repetitions "$reps" \
+        --model "$out/model.toml" --json && mv "$f.tmp" "$f"
     done
   done
 fi
@@ -33,7 +40,7 @@ if wants P7; then
     f="$out/p7-$rate.jsonl"
     [ -s "$f" ] && continue
     echo "P7: 2x2 and 4x2 at $rate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    "$gw" bench --suite P7 --link "$rate" --repetitions "$reps" --model "$out/model.toml" --json > "$f.tmp" &&
+    twice "$f.tmp" "$gw" bench --suite P7 --link "$rate" --repetitions "$reps" --model "$out/model.toml" --json &&
       mv "$f.tmp" "$f"
   done
 fi
