@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Validation of the cost model (docs/cost-model.md): calibrates it on this machine, runs bench P5 with
-# its predictions at each link rate and rank count, P7 (two-level, nodes of 2 ranks) at each rate and P4
-# (every rank on this host) once, and prints Markdown tables of predicted against measured time with
-# the median and worst absolute error. Needs root (network namespaces) and a build.
+# Validation of the cost model (docs/cost-model.md): runs bench P5 with the model's predictions at each
+# link rate and rank count, P7 (two-level, nodes of 2 ranks) at each rate and P4 (every rank on this host)
+# once, each point with a model calibrated on this machine just before it (a few seconds: a shared VM's
+# speed drifts by a quarter within minutes), and prints Markdown tables of predicted against measured
+# time with the median and worst absolute error. Needs root (network namespaces) and a build.
 #   RATES="100mbit 1gbit 10gbit" RANKS="2 4" BYTES=25000000 REPS=3 SUITES="P5 P7 P4" \
 #     scripts/validate-cost-model.sh [OUT_DIR]
 set -euo pipefail
@@ -15,7 +16,10 @@ bytes=${BYTES:-25000000}
 reps=${REPS:-3}
 suites=${SUITES:-P5 P7 P4}
 mkdir -p "$out"
-[ -f "$out/model.toml" ] || "$gw" calibrate -o "$out/model.toml" | tee "$out/calibrate.txt"
+model() {  # POINT: a model calibrated now for this point (kept, so a rerun of the point reuses it)
+  [ -f "$out/model-$1.toml" ] || "$gw" calibrate -o "$out/model-$1.toml" > "$out/calibrate-$1.txt"
+  echo "$out/model-$1.toml"
+}
 wants() { [[ " $suites " == *" $1 "* ]]; }
 # A run whose peer failed to start (Open MPI's daemons now and then cannot connect across the namespaces)
 # is run once more before its point is left out.
@@ -31,7 +35,7 @@ if wants P5; then
       [ -s "$f" ] && continue
       echo "P5: $n ranks at $rate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
       twice "$f.tmp" "$gw" bench --suite P5 --link "$rate" --ranks "$n" --bytes "$bytes" --repetitions "$reps" \
-        --model "$out/model.toml" --json && mv "$f.tmp" "$f"
+        --model "$(model "p5-$n-$rate")" --json && mv "$f.tmp" "$f"
     done
   done
 fi
@@ -40,7 +44,7 @@ if wants P7; then
     f="$out/p7-$rate.jsonl"
     [ -s "$f" ] && continue
     echo "P7: 2x2 and 4x2 at $rate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    twice "$f.tmp" "$gw" bench --suite P7 --link "$rate" --repetitions "$reps" --model "$out/model.toml" --json &&
+    twice "$f.tmp" "$gw" bench --suite P7 --link "$rate" --repetitions "$reps" --model "$(model "p7-$rate")" --json &&
       mv "$f.tmp" "$f"
   done
 fi
@@ -48,7 +52,7 @@ if wants P4; then
   f="$out/p4.jsonl"
   if [ ! -s "$f" ]; then
     echo "P4: 2 and 4 ranks on this host (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    "$gw" bench --suite P4 --repetitions "$reps" --model "$out/model.toml" --json > "$f.tmp" && mv "$f.tmp" "$f"
+    "$gw" bench --suite P4 --repetitions "$reps" --model "$(model p4)" --json > "$f.tmp" && mv "$f.tmp" "$f"
   fi
 fi
 python3 - "$out" <<'PY'

@@ -45,7 +45,7 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
   Cost c;
   c.algorithm = Algorithm::Ring;
   if (n <= 1) return c;
-  const Link l = at_buffer(link, M, s);
+  const Link l = at_message(link, M / n, s);  // each step moves a block
   c.latency = 2 * (n - 1) * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M;
   c.wire = c.bytes_sent * l.beta;
@@ -61,7 +61,7 @@ Cost recursive_doubling(double M, double n, const Link& link, double gamma, doub
   Cost c;
   c.algorithm = Algorithm::RecursiveDoubling;
   if (n <= 1) return c;
-  const Link l = at_buffer(link, M, s);
+  const Link l = at_message(link, M, s);  // each round moves the whole buffer
   const double p = std::exp2(std::floor(std::log2(n)));
   const double rounds = std::log2(p) + (p < n ? 2 : 0);  // non-powers of two fold in and unfold
   c.latency = rounds * l.alpha;
@@ -294,7 +294,7 @@ Link with_beta(Link l, double beta) {
   return l;
 }
 
-Link at_buffer(const Link& l, double bytes, double s) {
+Link at_message(const Link& l, double bytes, double s) {
   if (l.sizes.empty() || l.sizes.size() != l.seconds.size()) return l;
   Link out = l;
   const double own = interpolate(l.sizes, l.seconds, bytes);

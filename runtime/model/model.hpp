@@ -28,13 +28,13 @@ struct Link {
   std::vector<double> sizes, seconds, shared_seconds;
 };
 
-// The link as a dense allreduce of `bytes` per rank sees it: beta (and a cpu cost in proportion, as
-// shared memory's is beta) from the measured time of one message of that size, when the link has such
-// times (what a rank's copies touch decides whether they run from cache); with ranks sharing cores
+// The link as a step of a dense allreduce that exchanges messages of `bytes` sees it: beta (and a cpu
+// cost in proportion, as shared memory's is beta) from the measured time of a message of that size, when
+// the link has such times (copies that fit the caches run faster); with ranks sharing cores
 // (s > 1) alpha gains the measured hand-over between two ranks on one core (the one-core time beyond the
 // two-core one: a step waits for a partner that must first be scheduled) for the share 1 - 1/s of steps
 // whose partner shares one.
-Link at_buffer(const Link& l, double bytes, double s);
+Link at_message(const Link& l, double bytes, double s);
 
 // The link with another bandwidth (1 / beta); its measured message times no longer describe it.
 Link with_beta(Link l, double beta);

@@ -215,33 +215,35 @@ TEST(ModelFormulas, TransportCpuPacesTheLinkWhenTheCoresCannotKeepUp) {
   EXPECT_NEAR(with.total - without.total, with.transport, 1e-9);
 }
 
-// A link with measured message times: the dense algorithms take beta from the time of a message of the
-// rank's buffer size (interpolated, past the last size along the last segment); ranks sharing cores add
+// A link with measured message times: the dense algorithms take beta from the time of a message of their
+// steps' size (interpolated, past the last size along the last segment); ranks sharing cores add
 // the measured one-core hand-over to alpha for the share 1 - 1/s of steps; the plain fit is untouched.
 TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   Link shm{1e-6, 4e-10, 4e-10};
   shm.sizes = {8, 1 << 20, 4 << 20};
   shm.seconds = {1e-6, 1e-6 + (1 << 20) * 1e-10, 1e-6 + (1 << 20) * 1e-10 + (3 << 20) * 3e-10};
   shm.shared_seconds = {51e-6, 51e-6 + (1 << 20) * 1e-10, 1e-6 + (1 << 20) * 1e-10 + (3 << 20) * 3e-10};
-  const Link at1 = at_buffer(shm, 1 << 20, 1);
+  const Link at1 = at_message(shm, 1 << 20, 1);
   EXPECT_NEAR(at1.beta, 1e-10, 1e-16);
   EXPECT_NEAR(at1.cpu, 1e-10, 1e-16);  // in proportion: shared memory's cpu is its beta
   EXPECT_NEAR(at1.alpha, 1e-6, 1e-15);
-  const Link at2 = at_buffer(shm, 2 << 20, 1);  // halfway along the second segment
+  const Link at2 = at_message(shm, 2 << 20, 1);  // halfway along the second segment
   EXPECT_NEAR(at2.beta * (2 << 20), (1 << 20) * 1e-10 + (1 << 20) * 3e-10, 1e-12);
-  const Link past = at_buffer(shm, 8 << 20, 1);  // extrapolated along the last segment
+  const Link past = at_message(shm, 8 << 20, 1);  // extrapolated along the last segment
   EXPECT_NEAR(past.beta * (8 << 20), (1 << 20) * 1e-10 + (7 << 20) * 3e-10, 1e-12);
   // 4 ranks on 2 cores (s = 2): half the steps wait for a partner on the same core, 50 us each.
-  EXPECT_NEAR(at_buffer(shm, 8, 2).alpha, 1e-6 + 0.5 * 50e-6, 1e-12);
-  EXPECT_NEAR(at_buffer(shm, 4 << 20, 2).alpha, 1e-6, 1e-12);  // no hand-over measured there
-  // The ring of 2 ranks on a buffer of 1 MiB: 2 alpha and 1 MiB at the table's beta, plus the reduction.
+  EXPECT_NEAR(at_message(shm, 8, 2).alpha, 1e-6 + 0.5 * 50e-6, 1e-12);
+  EXPECT_NEAR(at_message(shm, 4 << 20, 2).alpha, 1e-6, 1e-12);  // no hand-over measured there
+  // The ring of 2 ranks on a buffer of 4 MiB: 2 alpha and 4 MiB at the beta of its 2 MiB messages (not
+  // of a 4 MiB one), plus the reduction (gamma 0 here).
   Topology t = flat(2, 0, 0);
   t.intra = t.inter = shm;
-  const Cost ring = exchange(kNone, 1 << 20, t);
-  EXPECT_NEAR(ring.total, 2e-6 + (1 << 20) * 1e-10, 1e-12);
+  const Cost ring = exchange(kNone, 4 << 20, t);
+  EXPECT_NEAR(ring.total, 2e-6 + (4 << 20) * at2.beta, 1e-12);
+  EXPECT_GT(std::abs(ring.total - (2e-6 + (4 << 20) * at_message(shm, 4 << 20, 1).beta)), 1e-5);
   // A link given another rate drops the table: its times describe the old one.
   t.intra = t.inter = with_beta(shm, 1e-8);
-  EXPECT_NEAR(exchange(kNone, 1 << 20, t).total, 2e-6 + (1 << 20) * 1e-8, 1e-12);
+  EXPECT_NEAR(exchange(kNone, 4 << 20, t).total, 2e-6 + (4 << 20) * 1e-8, 1e-12);
   EXPECT_TRUE(with_beta(shm, 1e-8).sizes.empty());
 }
 
