@@ -152,8 +152,8 @@ TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes, uint32_t sender) {
       std::swap(slot.fd, conn.fd);
     }
     if (data.fd < 0) throw std::runtime_error("link probe: rank " + std::to_string(sender) + " did not connect");
-    // Three transfers, the median of each figure: one transfer's busy time is a few hundred of the
-    // kernel's 10 ms ticks at most, and one run's core-seconds per byte moved by a third between runs.
+    // Three transfers, the median of each figure: one transfer's busy time is some tens of the kernel's
+    // 10 ms ticks, and a single transfer's core-seconds per byte moved by a third between runs.
     std::vector<double> rates, cpus;
     for (int round = 0; round < kProbeRounds; ++round) {
       const TcpProbe one = timed_receive(data.fd, bytes);
