@@ -123,14 +123,21 @@ void exchange_once(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t other)
   bench::check_bench(b, "send");
 }
 
+struct MessageTiming {
+  bool scheduled = false;  // the median at the smallest size too (else its fastest: the alpha)
+  bool call = false;       // one more entry: a one-f32 allreduce's median time
+  bool both_ways = false;  // both ranks send at once (an exchange) instead of a ping-pong
+};
+
 // One-way times between two forked local ranks over one UCX transport, at each size: the median, but the
 // fastest for the smallest size unless `scheduled` (its alpha: on a loaded machine the median measures
 // the scheduler; with both ranks on one core the scheduler is what is measured). A ping-pong (half a
 // round trip) or, with `both_ways`, both ranks sending at once (the time of the exchange: the copies of
 // the two directions share the memory's bandwidth, as in every step of the dense algorithms). With
 // `call`, one more entry: the median time of an allreduce of one f32 (a collective call's own cost).
-std::vector<double> ping_pong(const std::string& tls, const std::string& config, const std::vector<uint64_t>& sizes,
-                              bool scheduled = false, bool call = false, bool both_ways = false) {
+std::vector<double> message_times(const std::string& tls, const std::string& config,
+                                  const std::vector<uint64_t>& sizes, const MessageTiming& how) {
+  const bool both_ways = how.both_ways;
   bench::RankSetup setup;
   setup.config = config;
   setup.timeout_s = 60;
@@ -147,22 +154,21 @@ std::vector<double> ping_pong(const std::string& tls, const std::string& config,
         const auto t0 = Clock::now();
         if (both_ways) {
           exchange_once(comm, &t, &u, other);
-          if (i >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-          continue;
-        }
-        if (rank == 0) {
+        } else if (rank == 0) {
           bench::check_bench(gw_send(comm, &t, other, 1), "send");
           bench::check_bench(gw_recv(comm, &t, other, 1), "recv");
         } else {
           bench::check_bench(gw_recv(comm, &t, other, 1), "recv");
           bench::check_bench(gw_send(comm, &t, other, 1), "send");
         }
-        if (i >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / 2);
+        // An exchange's time is one message's; a ping-pong's round trip is two.
+        const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (i >= 0) samples.push_back(both_ways ? elapsed : elapsed / 2);
       }
-      seconds.push_back(size == sizes.front() && !scheduled ? *std::min_element(samples.begin(), samples.end())
+      seconds.push_back(size == sizes.front() && !how.scheduled ? *std::min_element(samples.begin(), samples.end())
                                                             : bench::summarize(samples).median);
     }
-    if (call) {
+    if (how.call) {
       float x = 1;
       gw_tensor t = GW_TENSOR_INIT;
       t.dtype = GW_DTYPE_F32;
@@ -197,7 +203,7 @@ std::vector<double> ping_pong_on_one_core(const std::string& tls, const std::str
     }
   if (sched_setaffinity(0, sizeof one, &one) != 0) throw std::runtime_error("sched_setaffinity failed");
   try {
-    std::vector<double> t = ping_pong(tls, config, sizes, true);
+    std::vector<double> t = message_times(tls, config, sizes, {.scheduled = true});
     sched_setaffinity(0, sizeof all, &all);
     return t;
   } catch (...) {
@@ -214,7 +220,7 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config, 
   const bool table = tls == "shm";
   const std::vector<uint64_t> sizes = table ? std::vector<uint64_t>{8, 4096, 65536, 262144, 1 << 20, 4 << 20, 16 << 20}
                                             : std::vector<uint64_t>{8, 1 << 20, 16 << 20};
-  std::vector<double> t = ping_pong(tls, config, sizes, false, table, table);
+  std::vector<double> t = message_times(tls, config, sizes, {.call = table, .both_ways = table});
   gw::model::Link l;
   if (table) {
     *call = std::max(0.0, t.back() - t.front());

@@ -51,6 +51,15 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProb
   const uint64_t capacity = probe.max_payload(chunk);
   std::vector<std::vector<unsigned char>> payload(pieces, std::vector<unsigned char>(capacity));
   std::vector<uint64_t> sizes(pieces);
+  // Every piece decoded into `out` (adding onto it with `accumulate`); seconds.
+  const auto decode_all = [&](bool accumulate) {
+    const auto t0 = Clock::now();
+    for (uint64_t p = 0; p < pieces; ++p) {
+      const uint64_t off = p * chunk, n = std::min(chunk, count - off);
+      probe.decode(off, payload[p].data(), sizes[p], out.data() + off, n, accumulate);
+    }
+    return since(t0);
+  };
   // Dense-payload codecs are also timed decoding onto a written buffer (GW_DECODE_ACCUMULATE), as the
   // summable ring and the scatter-reduce owners sum contributions.
   const bool adding = kind == CodecKind::Summable || kind == CodecKind::Quantized;
@@ -65,22 +74,14 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProb
       payload_bytes += sizes[p];
     }
     const double encode = since(t0);
-    t0 = Clock::now();
-    for (uint64_t p = 0; p < pieces; ++p) {
-      const uint64_t off = p * chunk, n = std::min(chunk, count - off);
-      // A sparse allgather decodes n payloads into one buffer: it is written once (the formula's
-      // gamma term) and each payload adds its k values, which is what is timed here.
-      probe.decode(off, payload[p].data(), sizes[p], out.data() + off, n, kind == CodecKind::Sparse);
+    // A sparse allgather decodes n payloads into one buffer: it is written once (the formula's gamma
+    // term) and each payload adds its k values, which is what is timed here.
+    const double decode = decode_all(kind == CodecKind::Sparse);
+    const double added = adding ? decode_all(true) : 0;
+    if (r > 0) {
+      best_encode = std::min(best_encode, encode), best_decode = std::min(best_decode, decode);
+      best_adding = std::min(best_adding, added);
     }
-    const double decode = since(t0);
-    if (r > 0) best_encode = std::min(best_encode, encode), best_decode = std::min(best_decode, decode);
-    if (!adding) continue;
-    t0 = Clock::now();
-    for (uint64_t p = 0; p < pieces; ++p) {
-      const uint64_t off = p * chunk, n = std::min(chunk, count - off);
-      probe.decode(off, payload[p].data(), sizes[p], out.data() + off, n, true);
-    }
-    if (r > 0) best_adding = std::min(best_adding, since(t0));
   }
   CodecCost c;
   c.name = name;

@@ -122,9 +122,9 @@ void timed_send(int data, uint64_t bytes) {
   if (get_byte(data) != 'a') throw std::runtime_error("link probe: no acknowledgement");
 }
 
-}  // namespace
+constexpr int kProbeRounds = 3;  // transfers per link probe, the median of each figure reported
 
-constexpr int kProbeRounds = 3;
+}  // namespace
 
 TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes, uint32_t sender) {
   const uint32_t rank = gw_comm_rank(comm), size = gw_comm_size(comm);
