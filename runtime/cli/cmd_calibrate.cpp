@@ -244,8 +244,7 @@ json measure_cpu(const CalibrateArgs& args) {
   const uint64_t chunk = 1 << 20;  // [collectives] pipeline_chunk_bytes' default
   json out = {{"gamma", gw::model::measure_gamma(args.bytes, args.repetitions)}, {"codecs", json::array()}};
   for (const std::string& name : args.codecs.empty() ? codec_names(rt.get()) : split(args.codecs)) {
-    const gw::model::CodecCost c = name == "none" ? gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0}
-                                                  : measure(rt.get(), name, args, chunk);
+    const gw::model::CodecCost c = measure(rt.get(), name, args, chunk);
     out["codecs"].push_back({{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio},
                              {"encode", c.encode}, {"decode", c.decode}, {"decode_accumulate", c.decode_accumulate}});
   }

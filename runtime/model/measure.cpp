@@ -60,9 +60,9 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProb
     }
     return since(t0);
   };
-  // Dense-payload codecs are also timed decoding onto a written buffer (GW_DECODE_ACCUMULATE), as the
-  // summable ring and the scatter-reduce owners sum contributions.
-  const bool adding = kind == CodecKind::Summable || kind == CodecKind::Quantized;
+  // Dense-payload codecs ("none" too) are also timed decoding onto a written buffer
+  // (GW_DECODE_ACCUMULATE), as the summable ring and the scatter-reduce owners sum contributions.
+  const bool adding = kind == CodecKind::Summable || kind == CodecKind::Quantized || kind == CodecKind::Dense;
   double best_encode = std::numeric_limits<double>::infinity(), best_decode = best_encode, best_adding = best_encode;
   uint64_t payload_bytes = 0;
   for (int r = 0; r <= std::max(1, repetitions); ++r) {

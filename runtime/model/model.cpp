@@ -31,14 +31,19 @@ Link flat_link(const Topology& t, bool all_to_all) {
   l.alpha = std::max(t.intra.alpha, t.inter.alpha);
   const double shared = all_to_all ? g * (n - g) / (n - 1) : 1.0;
   l.beta = std::max(t.intra.beta, t.inter.beta * shared);
-  l.cpu = std::max(t.intra.cpu, t.inter.cpu);
+  // The cores' work is the bytes' on each link: of a rank's bytes, a ring sends 1 / g off the node (one
+  // edge of the node's g), an all-to-all (n - g) / (n - 1); the rest goes over the node's own link.
+  const double off = all_to_all ? (n - g) / (n - 1) : 1 / g;
+  l.cpu = off * t.inter.cpu + (1 - off) * t.intra.cpu;
   return l;
 }
 
-// Pipelined stages: the slower of wire and cpu, plus the faster one's share of one piece (the pipeline
-// fills and drains).
-double pipelined(double wire, double cpu, double pieces) {
-  return std::max(wire, cpu) + std::min(wire, cpu) / std::max(1.0, pieces);
+// Pipelined stages: the slower of the wire and the cores' work (the codec's, the reduction's and the
+// transport's), plus the faster of wire and codec work's share of one piece: the pipeline fills and
+// drains (a piece is encoded before it travels and decoded after; the transport's work per byte runs
+// while its bytes travel, so it adds nothing there).
+double pipelined(double wire, double cpu, double pieces, double transport) {
+  return std::max(wire, cpu + transport) + std::min(wire, cpu) / std::max(1.0, pieces);
 }
 
 Cost ring(double M, double n, const Link& link, double gamma, double s) {
@@ -97,7 +102,7 @@ Cost summable(const CodecCost& k, double M, double n, const Link& l, double gamm
   c.encode = (M / n * k.encode + (n - 1) / n * M * (k.encode + decode_adding(k, gamma) + k.decode)) * s;
   c.cpu = c.encode;
   c.transport = c.bytes_sent * l.cpu * s;
-  c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
+  c.total = c.latency + pipelined(c.wire, c.cpu, pieces, c.transport);
   return c;
 }
 
@@ -116,7 +121,7 @@ Cost scatter_reduce_allgather(const CodecCost& k, double M, double n, const Link
               (n - 1) / n * M * (decode_adding(k, gamma) + k.decode)) * s;
   c.cpu = c.encode + M / n * gamma * s;
   c.transport = c.bytes_sent * l.cpu * s;
-  c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
+  c.total = c.latency + pipelined(c.wire, c.cpu, pieces, c.transport);
   return c;
 }
 
@@ -133,7 +138,7 @@ Cost sparse_allgather(const CodecCost& k, double M, double n, const Link& l, dou
   c.encode = (M * k.encode + n * payload * k.decode) * s;
   c.cpu = c.encode + M * gamma * s;  // the dense result written once (and averaged)
   c.transport = c.bytes_sent * l.cpu * s;
-  c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
+  c.total = c.latency + pipelined(c.wire, c.cpu, pieces, c.transport);
   return c;
 }
 
@@ -151,7 +156,7 @@ Cost gather_encoded(const CodecCost& k, double M, double n, const Link& l, doubl
   c.encode = (M * k.encode + M * k.decode + (n - 1) * M * decode_adding(k, gamma)) * s;
   c.cpu = c.encode + M * gamma * s;  // the average
   c.transport = c.bytes_sent * l.cpu * s;
-  c.total = c.latency + pipelined(c.wire, c.cpu + c.transport, pieces);
+  c.total = c.latency + pipelined(c.wire, c.cpu, pieces, c.transport);
   return c;
 }
 
@@ -322,7 +327,9 @@ Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, c
   if (n <= 1 || M == 0) {  // one rank: decode(encode(x)) only
     Cost c;
     c.algorithm = a == Algorithm::Auto ? own_algorithm(k, M, 1, st) : a;
-    c.encode = c.cpu = M * (k.encode + (k.kind == CodecKind::Sparse ? k.decode / k.ratio : k.decode));
+    // (The dense allreduce, "none", leaves one rank's values as they are.)
+    if (k.kind != CodecKind::Dense)
+      c.encode = c.cpu = M * (k.encode + (k.kind == CodecKind::Sparse ? k.decode / k.ratio : k.decode));
     c.total = c.cpu;
     return c;
   }
@@ -346,13 +353,17 @@ Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, c
     between.intra = between.inter;
     between.cores = t.cores / g;
     between.gamma = t.gamma;
-    // The runtime's cross phase (collectives/two_level.hpp): dense-payload codecs gather the encoded node
-    // sums under two_level_cross = gather (auto: with 2 nodes), the others run their own algorithm.
-    const bool gather = coll::gathers_encoded(t.nodes, st.two_level_cross) &&
-                        (k.kind == CodecKind::Quantized || k.kind == CodecKind::Summable);
-    const Cost x = gather ? gather_encoded(k, M / g, double(t.nodes), between.inter, t.gamma,
-                                           oversubscription(between), st)
-                          : exchange(k, M / g, between, Algorithm::Auto, st);
+    // The runtime's cross phase (collectives/allreduce_two_level_pipelined.cpp) encodes the node sums
+    // with the codec, "none" (a copy) included: it gathers them under two_level_cross = gather (auto:
+    // with 2 nodes), else runs a scatter-reduce-allgather. The model keeps the sparse codecs' own
+    // algorithms (their payloads' decode is priced per payload byte).
+    const bool dense_payload =
+        k.kind == CodecKind::Dense || k.kind == CodecKind::Quantized || k.kind == CodecKind::Summable;
+    const double nodes = double(t.nodes), sb = oversubscription(between);
+    const Cost x = !dense_payload ? exchange(k, M / g, between, Algorithm::Auto, st)
+                   : coll::gathers_encoded(t.nodes, st.two_level_cross)
+                       ? gather_encoded(k, M / g, nodes, between.inter, t.gamma, sb, st)
+                       : scatter_reduce_allgather(k, M / g, nodes, between.inter, t.gamma, sb, st);
     const double intra_cpu = c.cpu;
     c.latency += x.latency;
     c.wire += x.wire;
@@ -364,8 +375,7 @@ Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, c
     // as one pipeline over pieces (collectives/allreduce_two_level_pipelined.cpp): the node's traffic is
     // work of the node's cores (a node-local link such as shared memory moves bytes with their copies),
     // beside the inter-node wire.
-    const double cpu_stage = intra_paced + intra_cpu + x.cpu + x.transport;
-    c.total = c.latency + pipelined(x.wire, cpu_stage, pieces_of(M / g, st));
+    c.total = c.latency + pipelined(x.wire, intra_paced + intra_cpu + x.cpu, pieces_of(M / g, st), x.transport);
     return c;
   }
   const Algorithm resolved = a == Algorithm::Auto || a == Algorithm::TwoLevel ? own_algorithm(k, M, n, st) : a;

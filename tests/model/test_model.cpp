@@ -141,7 +141,8 @@ TEST(ModelFormulas, TwoLevelPipelinesTheNodesTrafficWithTheUplink) {
   const Cost two = exchange(kNone, M, t, Algorithm::TwoLevel, st);
   const double node = 2 * (M / 2) * 1e-10 + (M / 2) * 1e-10;  // the node's copies and its sum
   const double uplink = (M / 2) * 8e-9 * 2;                    // the 2 shards cross one link at once
-  const double cross_sum = (M / 2) / 2 * 1e-10;                // the cross group's ring reduction
+  // The cross group gathers the 2 nodes' sums: the other node's added onto this one's, then averaged.
+  const double cross_sum = 2 * (M / 2) * 1e-10;
   EXPECT_NEAR(two.total, uplink + (node + cross_sum) / pieces, 1e-9);
   // 4 ranks per core: the node's copies and sums take 4 times as long, still under the uplink here...
   Topology crowded = t;
@@ -179,6 +180,68 @@ TEST(ModelFormulas, TwoLevelGatherSendsEveryNodesPayloadToEveryNode) {
   t.nodes = 2;
   st.two_level_cross = "auto";
   EXPECT_NEAR(exchange(int8, M, t, Algorithm::TwoLevel, st).bytes_sent, intra + shard / 4, 1e-3);
+}
+
+// gw_allreduce_compressed's two-level allreduce sends "none" through its cross phase like any codec:
+// each node's sum copied into a payload, gathered (2 nodes) or scatter-reduced (more), copied out; with
+// none's copies measured the model prices them.
+TEST(ModelFormulas, TwoLevelCrossCopiesUncompressedSums) {
+  const CodecCost none{"none", CodecKind::Dense, 1, 1e-10, 2e-10, 3e-10};
+  Topology t;
+  t.nodes = 2;
+  t.per_node = 2;
+  t.intra = Link{0, 1e-10, 1e-10};
+  t.inter = Link{0, 1e-11};
+  t.gamma = 1e-10;
+  t.cores = 2;
+  const double M = 1e8, shard = M / 2;
+  const Cost gather = exchange(none, M, t, Algorithm::TwoLevel);
+  EXPECT_NEAR(gather.encode, shard * (1e-10 + 2e-10 + 3e-10), 1e-12);  // copy in, copy out, add
+  EXPECT_NEAR(gather.bytes_sent, 2 * (M / 2) + shard, 1e-3);
+  EXPECT_GT(gather.total, exchange(kNone, M, t, Algorithm::TwoLevel).total);
+  // 4 nodes: scatter-reduce-allgather on the shard, 2 (N - 1) / N of it per rank.
+  t.nodes = 4;
+  const Cost scatter = exchange(none, M, t, Algorithm::TwoLevel);
+  EXPECT_NEAR(scatter.bytes_sent, 2 * (M / 2) + 2.0 * 3 / 4 * shard, 1e-3);
+  EXPECT_NEAR(scatter.encode, 3.0 / 4 * shard * 1e-10 + shard / 4 * 1e-10 + 3.0 / 4 * shard * (3e-10 + 2e-10), 1e-12);
+  // The flat dense allreduce (what gw_sync runs uncompressed) copies nothing, and one rank does nothing.
+  EXPECT_EQ(exchange(none, M, t).encode, 0);
+  EXPECT_EQ(exchange(none, M, flat(1, 1e-6, 1e-9)).total, 0);
+}
+
+// A flat algorithm over nodes of several ranks: the wire is the slower link's, but the cores' transport
+// work is each link's own for the bytes it carries (a ring sends 1 / g of a rank's bytes off the node, an
+// all-to-all (n - g) / (n - 1)).
+TEST(ModelFormulas, FlatAlgorithmsPayEachLinksCpuForItsBytes) {
+  Topology t;
+  t.nodes = 2;
+  t.per_node = 2;
+  t.intra = Link{0, 1e-10, 1e-10};
+  t.inter = Link{0, 1e-9, 8e-10};
+  t.cores = 2;  // a core per rank
+  const double M = 1e8;
+  const Cost ring = exchange(kNone, M, t, Algorithm::Ring);
+  EXPECT_NEAR(ring.transport, 1.5 * M * (0.5 * 8e-10 + 0.5 * 1e-10), 1e-9);
+  EXPECT_NEAR(ring.wire, 1.5 * M * 1e-9, 1e-9);
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-10, 1e-10};
+  const Cost sra = exchange(int8, M, t);
+  EXPECT_NEAR(sra.transport, sra.bytes_sent * (2.0 / 3 * 8e-10 + 1.0 / 3 * 1e-10), 1e-9);
+}
+
+// The pipeline fills and drains with a piece of codec work; the transport's work per byte happens as
+// its bytes travel, so behind a slow wire it adds nothing.
+TEST(ModelFormulas, PipelinesFillWithCodecWorkNotTransportWork) {
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-10, 1e-10};
+  Topology t = flat(2, 0, 1e-8);
+  Settings st;
+  const double M = 8e6, pieces = std::ceil(M / 2 / st.chunk_bytes);
+  const Cost quiet = exchange(int8, M, t, Algorithm::Auto, st);
+  t.intra.cpu = t.inter.cpu = 2e-9;
+  const Cost busy = exchange(int8, M, t, Algorithm::Auto, st);
+  EXPECT_GT(busy.transport, quiet.cpu);
+  EXPECT_LT(busy.transport + busy.cpu, busy.wire);
+  EXPECT_NEAR(busy.total, busy.latency + busy.wire + busy.cpu / pieces, 1e-12);
+  EXPECT_NEAR(busy.total, quiet.total, 1e-12);
 }
 
 TEST(ModelFormulas, RanksSharingCoresStretchTheCpuTerm) {

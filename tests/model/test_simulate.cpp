@@ -131,8 +131,8 @@ namespace {
 // calibrate measures both UCX links between two forked ranks and, for tcp, the CPU a plain loopback
 // transfer costs per byte (a transfer always costs some: 0 would mean /proc/stat was not read); a
 // rate-only link inherits tcp's.
-// Codecs whose contributions are summed as they are decoded (summable, quantized) are also timed
-// decoding onto a written buffer; a sparse codec's decode already adds.
+// Codecs whose contributions are summed as they are decoded (summable, quantized, and none's copies)
+// are also timed decoding onto a written buffer; a sparse codec's decode already adds.
 TEST(Calibrate, TimesDecodingOntoABufferForSummedCodecs) {
   Dir d;
   const std::string file = (d.path / "codecs.toml").string();
@@ -140,10 +140,15 @@ TEST(Calibrate, TimesDecodingOntoABufferForSummedCodecs) {
                                      " calibrate --no-links --codecs none,fp16,int8,topk --bytes 2097152 -o " + file);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const gw::model::Model m = gw::model::load(file);
-  for (const char* name : {"fp16", "int8"}) {
+  for (const char* name : {"none", "fp16", "int8"}) {
     ASSERT_NE(m.codec(name), nullptr) << name;
     EXPECT_GT(m.codec(name)->decode_accumulate, 0) << name << "\n" << r.output;
   }
+  // "none" is the dense allreduce to the model, with its codec's copies measured (the two-level
+  // allreduce and gw_allreduce_compressed run them).
+  EXPECT_EQ(m.codec("none")->kind, gw::model::CodecKind::Dense);
+  EXPECT_GT(m.codec("none")->encode, 0) << r.output;
+  EXPECT_GT(m.codec("none")->decode, 0) << r.output;
   ASSERT_NE(m.codec("topk"), nullptr);
   EXPECT_EQ(m.codec("topk")->decode_accumulate, 0);
   EXPECT_NE(gwtest::read_file(file).find("decode_accumulate_s_per_byte"), std::string::npos);
