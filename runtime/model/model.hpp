@@ -73,7 +73,9 @@ struct Model {
   std::map<std::string, Link> links;  // by name: "shm", "tcp", "inter", ...
   std::string intra = "shm";          // the link between ranks of one node
   std::string inter = "tcp";          // the link between nodes
-  std::vector<CodecCost> codecs;      // "none" is always present (kind Dense, ratio 1, no cost)
+  // "none" is always present: kind Dense, ratio 1 (the dense allreduce: no codec work), with the none
+  // codec's copies as its encode and decode costs when measured (the two-level allreduce runs them).
+  std::vector<CodecCost> codecs;
   std::string source;                 // where the numbers came from (one line)
 
   const CodecCost* codec(const std::string& name) const;

@@ -22,6 +22,18 @@ Topology flat(uint64_t n, double alpha, double beta, double gamma = 0, double co
   return t;
 }
 
+// `nodes` nodes of `per_node` ranks on `cores` cores each, a link inside them and one between them.
+Topology nodes_of(uint64_t nodes, uint64_t per_node, Link intra, Link inter, double cores, double gamma = 0) {
+  Topology t;
+  t.nodes = nodes;
+  t.per_node = per_node;
+  t.intra = intra;
+  t.inter = inter;
+  t.cores = cores;
+  t.gamma = gamma;
+  return t;
+}
+
 TEST(ModelFormulas, RingIsTwoNMinusOneAlphaPlusTwoNMinusOneOverNBytes) {
   const Cost c = exchange(kNone, 1e6, flat(4, 1e-5, 1e-8, 1e-9));
   EXPECT_EQ(c.algorithm, Algorithm::Ring);
@@ -106,12 +118,7 @@ TEST(ModelFormulas, SharedIndicesReduceTheValuesDensely) {
 }
 
 TEST(ModelFormulas, TwoLevelPaysTheInterNodeLatencyPerNodeNotPerRank) {
-  Topology t;
-  t.nodes = 100;
-  t.per_node = 8;
-  t.intra = Link{1e-6, 1e-11};
-  t.inter = Link{5e-5, 8e-10};
-  t.cores = 64;
+  Topology t = nodes_of(100, 8, Link{1e-6, 1e-11}, Link{5e-5, 8e-10}, 64);
   const Cost ring = exchange(kNone, 1e8, t, Algorithm::Ring);
   const Cost two = exchange(kNone, 1e8, t, Algorithm::TwoLevel);
   EXPECT_NEAR(ring.latency, 2 * 799 * 5e-5, 1e-9);
@@ -129,13 +136,7 @@ TEST(ModelFormulas, TwoLevelPaysTheInterNodeLatencyPerNodeNotPerRank) {
 // slow uplink they hide under its wire (only a piece's worth shows); on a node with more ranks than cores
 // a shared-memory link, whose bytes are the cores' own copies (cpu = beta), is stretched by their sharing.
 TEST(ModelFormulas, TwoLevelPipelinesTheNodesTrafficWithTheUplink) {
-  Topology t;
-  t.nodes = 2;
-  t.per_node = 2;
-  t.intra = Link{0, 1e-10, 1e-10};
-  t.inter = Link{0, 8e-9};
-  t.gamma = 1e-10;
-  t.cores = 2;  // a core per rank
+  Topology t = nodes_of(2, 2, Link{0, 1e-10, 1e-10}, Link{0, 8e-9}, 2, 1e-10);  // a core per rank
   Settings st;
   const double M = 1e8, pieces = std::ceil(M / 2 / st.chunk_bytes);
   const Cost two = exchange(kNone, M, t, Algorithm::TwoLevel, st);
@@ -159,12 +160,7 @@ TEST(ModelFormulas, TwoLevelPipelinesTheNodesTrafficWithTheUplink) {
 // node's sum encoded once and every node's payload decoded; auto gathers with 2 nodes only.
 TEST(ModelFormulas, TwoLevelGatherSendsEveryNodesPayloadToEveryNode) {
   const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-10, 1e-10};
-  Topology t;
-  t.nodes = 4;
-  t.per_node = 2;
-  t.intra = Link{0, 1e-10, 1e-10};
-  t.inter = Link{0, 8e-9};
-  t.cores = 2;
+  Topology t = nodes_of(4, 2, Link{0, 1e-10, 1e-10}, Link{0, 8e-9}, 2);
   const double M = 1e8, shard = M / 2;
   Settings st;
   const Cost scatter = exchange(int8, M, t, Algorithm::TwoLevel, st);
@@ -187,13 +183,7 @@ TEST(ModelFormulas, TwoLevelGatherSendsEveryNodesPayloadToEveryNode) {
 // none's copies measured the model prices them.
 TEST(ModelFormulas, TwoLevelCrossCopiesUncompressedSums) {
   const CodecCost none{"none", CodecKind::Dense, 1, 1e-10, 2e-10, 3e-10};
-  Topology t;
-  t.nodes = 2;
-  t.per_node = 2;
-  t.intra = Link{0, 1e-10, 1e-10};
-  t.inter = Link{0, 1e-11};
-  t.gamma = 1e-10;
-  t.cores = 2;
+  Topology t = nodes_of(2, 2, Link{0, 1e-10, 1e-10}, Link{0, 1e-11}, 2, 1e-10);
   const double M = 1e8, shard = M / 2;
   const Cost gather = exchange(none, M, t, Algorithm::TwoLevel);
   EXPECT_NEAR(gather.encode, shard * (1e-10 + 2e-10 + 3e-10), 1e-12);  // copy in, copy out, add
@@ -213,12 +203,7 @@ TEST(ModelFormulas, TwoLevelCrossCopiesUncompressedSums) {
 // work is each link's own for the bytes it carries (a ring sends 1 / g of a rank's bytes off the node, an
 // all-to-all (n - g) / (n - 1)).
 TEST(ModelFormulas, FlatAlgorithmsPayEachLinksCpuForItsBytes) {
-  Topology t;
-  t.nodes = 2;
-  t.per_node = 2;
-  t.intra = Link{0, 1e-10, 1e-10};
-  t.inter = Link{0, 1e-9, 8e-10};
-  t.cores = 2;  // a core per rank
+  Topology t = nodes_of(2, 2, Link{0, 1e-10, 1e-10}, Link{0, 1e-9, 8e-10}, 2);  // a core per rank
   const double M = 1e8;
   const Cost ring = exchange(kNone, M, t, Algorithm::Ring);
   EXPECT_NEAR(ring.transport, 1.5 * M * (0.5 * 8e-10 + 0.5 * 1e-10), 1e-9);
