@@ -50,7 +50,7 @@ uint32_t usable_cpus() {
 // when they are more (a spinning rank would take the core from the rank it waits for).
 uint64_t spin_us(int64_t configured, uint32_t ranks_here, uint32_t cpus) {
   if (configured >= 0) return uint64_t(configured);
-  return ranks_here <= cpus ? 1000 : 50;
+  return ranks_here <= cpus ? 1000 : 5;
 }
 
 // Sends `blob` to every other rank of `group` (world ranks) over `t` and returns theirs, in group order

@@ -21,7 +21,7 @@ Schema Schema::builtin() {
             "GW_ERR_TIMEOUT.", 0.001, 1e7, {}},
            {"wait_spin_us", ValueType::Int, "-1",
             "Microseconds a wait polls without completing anything before it yields the core between "
-            "polls; -1: 1000 when this host runs no more ranks than this process may use CPUs, else 50 "
+            "polls; -1: 1000 when this host runs no more ranks than this process may use CPUs, else 5 "
             "(oversubscribed ranks must let each other run).", -1, 1e7, {}},
            {"log_level", ValueType::String, "\"warn\"",
             "Least severe log level printed; the more verbose of this and the application's choice "

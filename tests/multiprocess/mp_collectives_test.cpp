@@ -3,6 +3,7 @@
 // compare their results with a serial reference and with each other (bit-identical) themselves.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -217,6 +218,24 @@ TEST_P(Comm, RankKilledMidCollective) {
 
 INSTANTIATE_TEST_SUITE_P(Ucx, Comm, ::testing::Values("shm", "tcp", "routed"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// [runtime] wait_spin_us = -1 (the default): ranks that each have a CPU spin 1 ms before yielding; ranks
+// that outnumber the CPUs they may use spin 5 us, so that a waiting rank hands its core to the rank it
+// waits for. Pinned to one CPU, 1 rank has a CPU of its own and 3 ranks do not.
+TEST(CommCreate, WaitsSpinBrieflyOnlyWhenRanksOutnumberTheirCpus) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  int first = 0;
+  while (first < CPU_SETSIZE && !CPU_ISSET(first, &allowed)) ++first;
+  ASSERT_LT(first, CPU_SETSIZE);
+  const std::string pin = "GRADWIRE_RUNTIME_LOG_LEVEL=info taskset -c " + std::to_string(first);
+  const Outcome alone = run("shm", 1, "collectives 7", pin);
+  expect_all_ok(alone, 1);
+  EXPECT_EQ(count_of(alone.output, "1 ranks on this host, 1 CPUs usable: waits spin 1000 us"), 1) << alone.output;
+  const Outcome crowded = run("shm", 3, "collectives 7", pin);
+  expect_all_ok(crowded, 3);
+  EXPECT_EQ(count_of(crowded.output, "3 ranks on this host, 1 CPUs usable: waits spin 5 us"), 3) << crowded.output;
+}
 
 TEST(CommCreate, DifferentConfigIsAnErrorOnEveryRankNamingTheKey) {
   expect_error_on(run("tcp", 3, "mismatch-config"), all_ranks(3), "GW_ERR_MISMATCH", "collectives.ring_threshold_bytes");
