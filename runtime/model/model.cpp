@@ -50,7 +50,13 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
   Cost c;
   c.algorithm = Algorithm::Ring;
   if (n <= 1) return c;
-  const Link l = at_message(link, M / n, s);  // each step moves a block
+  // Each step moves a block: alpha (and the hand-over between ranks sharing a core) is a block's. The
+  // copies run at the speed of the buffer the ring sweeps, M on every rank: a block read or written
+  // for the first time is as far from the caches as the buffer it belongs to, whatever its own size.
+  Link l = at_message(link, M / n, s);
+  const Link swept = at_message(link, M, s);
+  l.beta = swept.beta;
+  l.cpu = swept.cpu;
   c.latency = 2 * (n - 1) * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M;
   c.wire = c.bytes_sent * l.beta;

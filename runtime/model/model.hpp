@@ -28,9 +28,10 @@ struct Link {
   std::vector<double> sizes, seconds, shared_seconds;
 };
 
-// The link as a step of a dense allreduce that exchanges messages of `bytes` sees it: beta (and a cpu
-// cost in proportion, as shared memory's is beta) from the measured time of a message of that size, when
-// the link has such times (copies that fit the caches run faster); with ranks sharing cores
+// The link as a dense allreduce that exchanges messages of `bytes` sees it: beta (and a cpu cost in
+// proportion, as shared memory's is beta) from the measured time of a message of that size, when the
+// link has such times (copies that fit the caches run faster; the ring takes beta at its buffer's size
+// and alpha at its blocks', model.cpp); with ranks sharing cores
 // (s > 1) alpha gains the measured hand-over between two ranks on one core (the one-core time beyond the
 // two-core one: a step waits for a partner that must first be scheduled) for the share 1 - 1/s of steps
 // whose partner shares one.

@@ -282,13 +282,20 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   // 4 ranks on 2 cores (s = 2): half the steps wait for a partner on the same core, 50 us each.
   EXPECT_NEAR(at_message(shm, 8, 2).alpha, 1e-6 + 0.5 * 50e-6, 1e-12);
   EXPECT_NEAR(at_message(shm, 4 << 20, 2).alpha, 1e-6, 1e-12);  // no hand-over measured there
-  // The ring of 2 ranks on a buffer of 4 MiB: 2 alpha and 4 MiB at the beta of its 2 MiB messages (not
-  // of a 4 MiB one), plus the reduction (gamma 0 here).
+  // The ring of 2 ranks on a buffer of 4 MiB: 2 alpha of its 2 MiB messages, and 4 MiB at the beta of
+  // the 4 MiB buffer it sweeps (not of its 2 MiB messages, which alone would fit the caches), plus the
+  // reduction (gamma 0 here).
   Topology t = flat(2, 0, 0);
   t.intra = t.inter = shm;
   const Cost ring = exchange(kNone, 4 << 20, t);
-  EXPECT_NEAR(ring.total, 2e-6 + (4 << 20) * at2.beta, 1e-12);
-  EXPECT_GT(std::abs(ring.total - (2e-6 + (4 << 20) * at_message(shm, 4 << 20, 1).beta)), 1e-5);
+  const double at4 = at_message(shm, 4 << 20, 1).beta;
+  EXPECT_NEAR(ring.total, 2e-6 + (4 << 20) * at4, 1e-12);
+  EXPECT_GT(std::abs(ring.total - (2e-6 + (4 << 20) * at2.beta)), 1e-5);
+  // 4 ranks on 2 cores, 32 KiB: alpha and its hand-over are the 8 KiB blocks' (interpolated between 8 B
+  // and 1 MiB), the copies the 32 KiB buffer's.
+  const Cost small = exchange(kNone, 32 << 10, nodes_of(1, 4, shm, shm, 2), Algorithm::Ring);
+  EXPECT_NEAR(small.latency, 6 * at_message(shm, 8 << 10, 2).alpha, 1e-12);
+  EXPECT_NEAR(small.wire, 1.5 * (32 << 10) * at_message(shm, 32 << 10, 2).beta, 1e-15);
   // A link given another rate drops the table: its times describe the old one.
   t.intra = t.inter = with_beta(shm, 1e-8);
   EXPECT_NEAR(exchange(kNone, 4 << 20, t).total, 2e-6 + (4 << 20) * 1e-8, 1e-12);
