@@ -218,7 +218,7 @@ std::vector<double> ping_pong_on_one_core(const std::string& tls, const std::str
 // one-f32 allreduce's time less alpha.
 gw::model::Link measure_link(const std::string& tls, const std::string& config, double* call) {
   const bool table = tls == "shm";
-  const std::vector<uint64_t> sizes = table ? std::vector<uint64_t>{8, 4096, 65536, 262144, 1 << 20, 4 << 20, 16 << 20}
+  const std::vector<uint64_t> sizes = table ? std::vector<uint64_t>{8, 4096, 16384, 32768, 65536, 262144, 1 << 20, 4 << 20, 16 << 20}
                                             : std::vector<uint64_t>{8, 1 << 20, 16 << 20};
   std::vector<double> t = message_times(tls, config, sizes, {.call = table, .both_ways = table});
   gw::model::Link l;

@@ -170,9 +170,9 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   EXPECT_EQ(m.inter, "inter");
   // Shared memory: one-way times by message size, on two cores and on one, and a call's own cost.
   const gw::model::Link& shm = m.link("shm");
-  ASSERT_EQ(shm.sizes.size(), 7u) << r.output;
-  ASSERT_EQ(shm.seconds.size(), 7u);
-  ASSERT_EQ(shm.shared_seconds.size(), 7u);
+  ASSERT_EQ(shm.sizes.size(), 9u) << r.output;
+  ASSERT_EQ(shm.seconds.size(), 9u);
+  ASSERT_EQ(shm.shared_seconds.size(), 9u);
   EXPECT_EQ(shm.sizes.back(), double(16 << 20));
   for (size_t i = 0; i < shm.sizes.size(); ++i) {
     EXPECT_GT(shm.seconds[i], 0) << i;
