@@ -235,10 +235,12 @@ constexpr int kTablePasses = 3;  // passes over shared memory's message table
 // one-f32 allreduce's time less alpha.
 gw::model::Link measure_link(const std::string& tls, const std::string& config, double* call) {
   const bool table = tls == "shm";
-  const std::vector<uint64_t> sizes = table ? std::vector<uint64_t>{8, 4096, 16384, 32768, 65536, 262144, 1 << 20, 4 << 20, 16 << 20}
-                                            : std::vector<uint64_t>{8, 1 << 20, 16 << 20};
+  const std::vector<uint64_t> sizes =
+      table ? std::vector<uint64_t>{8, 4096, 16384, 32768, 65536, 262144, 1 << 20, 4 << 20, 16 << 20}
+            : std::vector<uint64_t>{8, 1 << 20, 16 << 20};
   const MessageTiming how{.call = table, .both_ways = table};
-  std::vector<double> t = median_of_passes(table ? kTablePasses : 1, [&] { return message_times(tls, config, sizes, how); });
+  std::vector<double> t =
+      median_of_passes(table ? kTablePasses : 1, [&] { return message_times(tls, config, sizes, how); });
   gw::model::Link l;
   if (table) {
     *call = std::max(0.0, t.back() - t.front());

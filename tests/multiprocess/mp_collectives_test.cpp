@@ -234,7 +234,8 @@ TEST(CommCreate, WaitsSpinBrieflyOnlyWhenRanksOutnumberTheirCpus) {
   EXPECT_EQ(count_of(alone.output, "1 ranks on this host, 1 CPUs usable: waits spin 1000 us"), 1) << alone.output;
   const Outcome crowded = run("shm", 3, "collectives 7", pin);
   expect_all_ok(crowded, 3);
-  EXPECT_EQ(count_of(crowded.output, "3 ranks on this host, 1 CPUs usable: waits spin 5 us"), 3) << crowded.output;
+  EXPECT_EQ(count_of(crowded.output, "3 ranks on this host, 1 CPUs usable: waits spin 5 us"), 3)
+      << crowded.output;
 }
 
 TEST(CommCreate, DifferentConfigIsAnErrorOnEveryRankNamingTheKey) {
