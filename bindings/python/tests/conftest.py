@@ -26,10 +26,26 @@ def gradwire_cli():
     pytest.fail("the gradwire command is not built: set GRADWIRE_CLI or run scripts/build.sh")
 
 
+_next_port = None
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free TCP port below Linux's ephemeral range (32768-60999), as `gradwire run` picks one. A port
+    from bind(("", 0)) is an ephemeral one: between this check and the server's own bind any process's
+    outgoing connection may take it as its local port, and torchrun's store then fails with "Address
+    already in use". Successive calls move on, so a port whose last server is still closing is skipped."""
+    global _next_port
+    if _next_port is None:
+        _next_port = os.getpid() % 12000
+    while True:
+        port = 20000 + _next_port
+        _next_port = (_next_port + 1) % 12000
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
 
 
 def child_env(**extra):
