@@ -37,7 +37,7 @@ def free_port():
     global _next_port
     if _next_port is None:
         _next_port = os.getpid() % 12000
-    while True:
+    for _ in range(12000):
         port = 20000 + _next_port
         _next_port = (_next_port + 1) % 12000
         with socket.socket() as s:
@@ -46,6 +46,7 @@ def free_port():
             except OSError:
                 continue
             return port
+    pytest.fail("no free TCP port in 20000-31999")
 
 
 def child_env(**extra):

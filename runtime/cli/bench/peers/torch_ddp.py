@@ -155,9 +155,17 @@ def spawned(rank, world, args):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free TCP port below Linux's ephemeral range (32768-60999), as `gradwire run` picks one: a port
+    from bind(0) is ephemeral, and any outgoing connection may take it before the store binds it."""
+    for i in range(12000):
+        port = 20000 + (os.getpid() + i) % 12000
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free TCP port in 20000-31999")
 
 
 def main():
