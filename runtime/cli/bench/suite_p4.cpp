@@ -7,6 +7,10 @@
 //     a small buffer lasts tens of microseconds, less than the scheduler's jitter on a shared machine.
 //   peer: `mpirun` (mpirun_argv) `--oversubscribe -np N gradwire-mpi-allreduce COUNT
 //     REPS ITERS` (runtime/cli/bench/peers/mpi_allreduce.c), timed the same way.
+//   The repetitions run in up to three rounds, each round ours at every size and then the peer at
+//     every size, and each side's samples are pooled: a shared VM has phases of seconds to a minute in
+//     which everything runs at half speed, and one that fell on a single contiguous run of one side
+//     skewed its ratios (and the model's errors) at every size it covered.
 // ratio = MPI median / ours median (target >= 1.0 from 1 MiB up). extra: busbw of both (GB/s, the
 // nccl-tests convention: bytes / time * 2 (n - 1) / n), the algorithm gradwire used, spreads.
 #include <gradwire/gradwire.h>
@@ -31,6 +35,7 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 constexpr uint64_t kRingThreshold = 65536;  // [collectives] ring_threshold_bytes' default
+constexpr int kRounds = 3;                  // rounds the repetitions are split into, alternating the sides
 
 uint64_t iterations_for(uint64_t size) { return std::clamp<uint64_t>((uint64_t{32} << 20) / size, 1, 200); }
 
@@ -41,7 +46,7 @@ float expected_after(int n, uint64_t iters) {
   return e;
 }
 
-json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o) {
+json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o, int reps) {
   return run_forked_ranks(n, {}, {o.config}, [&](gw_runtime*, gw_comm* comm) {
     json out = json::array();
     std::vector<float> buf(sizes.back() / 4);
@@ -53,7 +58,7 @@ json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o) {
       std::vector<double> seconds;
       const uint64_t iters = iterations_for(size);
       const float expected = expected_after(n, iters);
-      for (int rep = 0; rep <= o.repetitions; ++rep) {  // repetition 0: the warm-up
+      for (int rep = 0; rep <= reps; ++rep) {  // repetition 0: the warm-up
         std::fill(buf.begin(), buf.begin() + long(count), 1.0f);
         check_bench(gw_barrier(comm), "barrier");
         const auto t0 = Clock::now();
@@ -91,12 +96,21 @@ void run_p4(const Options& o, const Emit& emit) {
       o.quick ? std::vector<uint64_t>{4096, 1u << 20}
               : std::vector<uint64_t>{4096, 65536, 262144, 1u << 20, 4u << 20, 16u << 20, 64u << 20, 256u << 20};
   const std::optional<gw::model::Model> model = load_model_option(o.model, "P4");
+  const int rounds = std::clamp(o.repetitions, 1, kRounds);
   for (int n : {2, 4}) {
-    const json ours = measure_ours(n, sizes, o);
+    std::vector<std::vector<double>> ours(sizes.size()), mpi(sizes.size());
+    for (int round = 0; round < rounds; ++round) {
+      const int reps = o.repetitions / rounds + (round < o.repetitions % rounds ? 1 : 0);
+      const json run = measure_ours(n, sizes, o, reps);
+      for (size_t i = 0; i < sizes.size(); ++i)
+        for (double s : run[i]["seconds"].get<std::vector<double>>()) ours[i].push_back(s);
+      for (size_t i = 0; i < sizes.size(); ++i)
+        for (double s : measure_mpi(n, sizes[i], reps)) mpi[i].push_back(s);
+    }
     for (size_t i = 0; i < sizes.size(); ++i) {
       const uint64_t size = sizes[i];
-      const Stats us = summarize(ours[i]["seconds"].get<std::vector<double>>());
-      const Stats peer = summarize(measure_mpi(n, size, o.repetitions));
+      const Stats us = summarize(ours[i]);
+      const Stats peer = summarize(mpi[i]);
       const double factor = 2.0 * (n - 1) / n;
       Result r{"P4",
                std::to_string(n) + " ranks " + size_name(size),

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   }
   if (rank == 0) {
     printf("{\"peer\": \"MPI_Allreduce\", \"ranks\": %d, \"count\": %ld, \"seconds\": [", size, count);
-    for (r = 0; r < reps; ++r) printf("%s%.6f", r ? ", " : "", seconds[r]);
+    for (r = 0; r < reps; ++r) printf("%s%.9g", r ? ", " : "", seconds[r]);
     printf("]}\n");
     fflush(stdout);
   }
