@@ -238,6 +238,25 @@ TEST(CommCreate, WaitsSpinBrieflyOnlyWhenRanksOutnumberTheirCpus) {
       << crowded.output;
 }
 
+// [transport.ucx] tcp_rx_segment: UCX's TCP transport receives into 512 KiB segments unless the
+// configuration or UCX_TCP_RX_SEG_SIZE says otherwise; a value that is not a size is a configuration
+// error on every rank (UCP itself would only warn and ignore it).
+TEST(CommCreate, TcpReceiveSegmentsDefaultTo512KAndABadSizeIsAConfigError) {
+  const std::string info = "GRADWIRE_RUNTIME_LOG_LEVEL=info";
+  const Outcome plain = run("tcp", 2, "collectives 7", info);
+  expect_all_ok(plain, 2);
+  EXPECT_EQ(count_of(plain.output, "TCP receive segments of 512K ([transport.ucx] tcp_rx_segment)"), 2)
+      << plain.output;
+  const Outcome configured = run("tcp", 2, "collectives 7", info + " GRADWIRE_TRANSPORT_UCX_TCP_RX_SEGMENT=1m");
+  expect_all_ok(configured, 2);
+  EXPECT_EQ(count_of(configured.output, "TCP receive segments of 1m "), 2) << configured.output;
+  const Outcome from_ucx = run("tcp", 2, "collectives 7", info + " UCX_TCP_RX_SEG_SIZE=64K");
+  expect_all_ok(from_ucx, 2);
+  EXPECT_EQ(count_of(from_ucx.output, "TCP receive segments"), 0) << from_ucx.output;
+  expect_error_on(run("tcp", 2, "config-error", "GRADWIRE_TRANSPORT_UCX_TCP_RX_SEGMENT=banana"), all_ranks(2),
+                  "GW_ERR_CONFIG", "tcp_rx_segment = \"banana\" is not a size");
+}
+
 TEST(CommCreate, DifferentConfigIsAnErrorOnEveryRankNamingTheKey) {
   expect_error_on(run("tcp", 3, "mismatch-config"), all_ranks(3), "GW_ERR_MISMATCH", "collectives.ring_threshold_bytes");
 }

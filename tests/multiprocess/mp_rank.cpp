@@ -527,6 +527,7 @@ int main(int argc, char** argv) {
   if (c == "allgather-callback" && argc > 5)
     expect_error(created, std::atoi(argv[5]) == g_rank ? GW_ERR_TRANSPORT : GW_ERR_TIMEOUT, "gw_comm_create");
   if (c == "mismatch-config" || c == "mismatch-version") expect_error(created, GW_ERR_MISMATCH, "gw_comm_create");
+  if (c == "config-error") expect_error(created, GW_ERR_CONFIG, "gw_comm_create");
   if (missing_rank) expect_error(created, GW_ERR_TIMEOUT, "gw_comm_create");
   check(created, "gw_comm_create");
   g_runtime = rt;
