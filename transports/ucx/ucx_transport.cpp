@@ -225,7 +225,6 @@ bool shared_memory_only(const std::string& tls) {
   return tls_list_within(tls, {"shm", "sm", "posix", "sysv", "cma", "knem", "xpmem", "self"});
 }
 
-// A UCX_TLS list that reaches other processes over TCP only ("tcp", "tcp,self").
 // A size in UCX's memory units: digits, then optionally k, m or g, then optionally b ("64k", "1mb", "4096").
 bool is_size(const std::string& v) {
   size_t i = 0;
@@ -236,6 +235,7 @@ bool is_size(const std::string& v) {
   return i == v.size();
 }
 
+// A UCX_TLS list that reaches other processes over TCP only ("tcp", "tcp,self").
 bool tcp_only(const std::string& tls) { return tls_list_within(tls, {"tcp", "self"}); }
 
 void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
