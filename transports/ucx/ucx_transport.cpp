@@ -401,10 +401,6 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
 
     ucp_config_t* ucx_config = nullptr;
     check_ucs(ucp_config_read(nullptr, nullptr, &ucx_config), "ucp_config_read");
-    struct Setting {
-      const char* key;
-      const char* ucx_name;
-    };
     // UCP takes a transport's setting without checking it (a bad one is only warned about when the
     // worker starts), so the size is checked here.
     if (const std::string seg = config_string(host, config, "tcp_rx_segment"); !seg.empty() && !is_size(seg)) {
@@ -413,44 +409,43 @@ gw_status create(void*, const gw_host* host, const gw_config* config, const gw_t
                               "\" is not a size; give bytes with an optional k, m or g (\"64k\", \"512k\", \"1m\"), "
                               "or \"\" for the default");
     }
-    for (const Setting s : {Setting{"tls", "TLS"}, Setting{"net_devices", "NET_DEVICES"},
-                            Setting{"rndv_threshold", "RNDV_THRESH"}, Setting{"tcp_rx_segment", kTcpRxSegmentKey}}) {
-      const std::string value = config_string(host, config, s.key);
+    std::string tls = config_string(host, config, "tls");
+    if (tls.empty() && std::getenv("UCX_TLS") != nullptr) tls = std::getenv("UCX_TLS");
+    // A key of [transport.ucx] and the UCX setting it sets; some have a value of gradwire's where neither
+    // the key nor UCX's environment variable gives one and the transports in use want it:
+    // - rndv_threshold "inf" over TCP only: UCX 1.13's rendezvous copies through the socket like the
+    //   eager protocol but sends its handshake behind the bulk data, and two ranks exchanging both ways
+    //   take turns (2 ranks behind 1 Gbit/s links reached half the link with it, all of it without);
+    // - tcp_rx_segment "512K" unless only shared memory is in use: UCX's TCP transport reads a socket
+    //   into 64 KiB buffers by default and copies out of them, and with 512 KiB a rank makes an eighth
+    //   of the receive calls, which pace an exchange where the cores and not the link are the limit
+    //   (P5 at 10 Gbit/s, 2 to 8 ranks on 2 cores: 10-20 % faster).
+    // docs/collectives.md has the measurements.
+    struct Setting {
+      const char* key;
+      const char* ucx_name;               // as ucp_config_modify names it
+      const char* env = nullptr;          // UCX's environment variable, which wins over `fallback`
+      const char* fallback = nullptr;     // gradwire's value, where `wanted` says the transports want it
+      bool (*wanted)(const std::string& tls) = nullptr;
+    };
+    std::string rx_segment;  // the receive segment asked for, for the log
+    for (const Setting s :
+         {Setting{"tls", "TLS"}, Setting{"net_devices", "NET_DEVICES"},
+          Setting{"rndv_threshold", "RNDV_THRESH", "UCX_RNDV_THRESH", "inf", tcp_only},
+          Setting{"tcp_rx_segment", kTcpRxSegmentKey, "UCX_TCP_RX_SEG_SIZE", kTcpRxSegment,
+                  [](const std::string& l) { return !shared_memory_only(l); }}}) {
+      std::string value = config_string(host, config, s.key);
+      const bool fallback = value.empty() && s.fallback != nullptr && std::getenv(s.env) == nullptr && s.wanted(tls);
+      if (fallback) value = s.fallback;
       if (value.empty()) continue;
+      if (std::strcmp(s.key, "tcp_rx_segment") == 0) rx_segment = value;
       const ucs_status_t st = ucp_config_modify(ucx_config, s.ucx_name, value.c_str());
       if (st != UCS_OK) {
         ucp_config_release(ucx_config);
+        if (fallback) check_ucs(st, ("ucp_config_modify(" + std::string(s.ucx_name) + "=" + value + ")").c_str());
         fail(GW_ERR_CONFIG, std::string("[transport.ucx] ") + s.key + " = \"" + value +
                                 "\" is not accepted by UCX (" + ucs_status_string(st) +
                                 "); see `ucx_info -c` for the syntax of UCX_" + s.ucx_name);
-      }
-    }
-    std::string tls = config_string(host, config, "tls");
-    if (tls.empty() && std::getenv("UCX_TLS") != nullptr) tls = std::getenv("UCX_TLS");
-    // Over TCP only, UCX 1.13's rendezvous copies through the socket like the eager protocol but sends
-    // its handshake behind the bulk data, and two ranks exchanging both ways take turns: 2 ranks behind
-    // 1 Gbit/s links reached half the link with it and all of it without (docs/collectives.md). So eager
-    // for every size, unless the configuration or UCX_RNDV_THRESH says otherwise.
-    if (tcp_only(tls) && config_string(host, config, "rndv_threshold").empty() &&
-        std::getenv("UCX_RNDV_THRESH") == nullptr) {
-      const ucs_status_t st = ucp_config_modify(ucx_config, "RNDV_THRESH", "inf");
-      if (st != UCS_OK) {
-        ucp_config_release(ucx_config);
-        check_ucs(st, "ucp_config_modify(RNDV_THRESH=inf)");
-      }
-    }
-    // UCX's TCP transport reads a socket into buffers of 64 KiB by default and copies out of them; with
-    // 512 KiB a rank makes an eighth of the receive calls, which is what paces an exchange when the cores
-    // and not the link are the limit (P5 at 10 Gbit/s, 2 to 8 ranks on 2 cores: 10-20 % faster,
-    // docs/collectives.md). It changes nothing for the other transports, and is not set where tls
-    // names shared memory only.
-    std::string rx_segment = config_string(host, config, "tcp_rx_segment");
-    if (rx_segment.empty() && std::getenv("UCX_TCP_RX_SEG_SIZE") == nullptr && !shared_memory_only(tls)) {
-      rx_segment = kTcpRxSegment;
-      const ucs_status_t st = ucp_config_modify(ucx_config, kTcpRxSegmentKey, kTcpRxSegment);
-      if (st != UCS_OK) {
-        ucp_config_release(ucx_config);
-        check_ucs(st, "ucp_config_modify(TCP_RX_SEG_SIZE)");
       }
     }
     if (!rx_segment.empty())

@@ -101,11 +101,11 @@ void run_p4(const Options& o, const Emit& emit) {
     std::vector<std::vector<double>> ours(sizes.size()), mpi(sizes.size());
     for (int round = 0; round < rounds; ++round) {
       const int reps = o.repetitions / rounds + (round < o.repetitions % rounds ? 1 : 0);
-      const json run = measure_ours(n, sizes, o, reps);
-      for (size_t i = 0; i < sizes.size(); ++i)
+      const json run = measure_ours(n, sizes, o, reps);  // every size in one launch, then MPI size by size
+      for (size_t i = 0; i < sizes.size(); ++i) {
         for (double s : run[i]["seconds"].get<std::vector<double>>()) ours[i].push_back(s);
-      for (size_t i = 0; i < sizes.size(); ++i)
         for (double s : measure_mpi(n, sizes[i], reps)) mpi[i].push_back(s);
+      }
     }
     for (size_t i = 0; i < sizes.size(); ++i) {
       const uint64_t size = sizes[i];
