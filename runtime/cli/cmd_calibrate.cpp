@@ -1,8 +1,9 @@
 // `gradwire calibrate [-o FILE]`: fits the cost model (docs/cost-model.md) from short measurements on
 // this machine — every codec's encode and decode cost and size ratio, the cost of an elementwise sum,
-// and alpha / beta of each UCX transport between two local ranks (ping-pong: alpha the fastest one-way
-// time of 8 B, beta the slope between the median one-way times of 1 MiB and 16 MiB; for tcp also the
-// machine's CPU time per byte of a plain loopback TCP transfer) — and saves it as TOML. `--inter-rate
+// and alpha / beta of each UCX transport between two local ranks (alpha the fastest time of 8 B, beta
+// the slope between the median times of 1 MiB and 16 MiB: tcp's one way in a ping-pong, with the
+// machine's CPU time per byte of a plain loopback TCP transfer; shm's exchanged, with a table by message
+// size and a ring's step with two ranks per core) — and saves it as TOML. `--inter-rate
 // RATE` adds a link "inter" with the TCP transport's alpha and CPU per byte and the given rate's beta (a
 // link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
 #include <gradwire/gradwire.h>
@@ -112,10 +113,10 @@ gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const Cali
 
 // Both ranks send one message and receive the other's at once (a step of a ring or of recursive
 // doubling); blocks until both complete.
-void exchange_once(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t other) {
+void exchange_once(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t to, uint32_t from) {
   gw_request *send = nullptr, *recv = nullptr;
-  bench::check_bench(gw_recv_start(comm, in, other, 1, &recv), "receive");
-  bench::check_bench(gw_send_start(comm, out, other, 1, &send), "send");
+  bench::check_bench(gw_recv_start(comm, in, from, 1, &recv), "receive");
+  bench::check_bench(gw_send_start(comm, out, to, 1, &send), "send");
   const gw_status a = gw_request_wait(recv, 60), b = gw_request_wait(send, 60);
   gw_request_free(recv);
   gw_request_free(send);
@@ -123,10 +124,35 @@ void exchange_once(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t other)
   bench::check_bench(b, "send");
 }
 
+// `steps` steps of a ring as its allreduce runs them: a rank sends its step k + 1 message as soon as
+// its step k message has arrived (it forwards what it received), without waiting for its own step k
+// send to complete; the sends are waited for at the end.
+void ring_pass(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t to, uint32_t from, int steps) {
+  std::vector<gw_request*> sends(size_t(steps), nullptr);
+  gw_request* recv = nullptr;
+  gw_status status = GW_OK;
+  for (int k = 0; k < steps && status == GW_OK; ++k) {
+    status = gw_recv_start(comm, in, from, uint32_t(k + 1), &recv);
+    if (status == GW_OK) status = gw_send_start(comm, out, to, uint32_t(k + 1), &sends[size_t(k)]);
+    if (status == GW_OK) status = gw_request_wait(recv, 60);
+    if (recv) gw_request_free(recv);
+    recv = nullptr;
+  }
+  for (gw_request* s : sends)
+    if (s) {
+      const gw_status b = gw_request_wait(s, 60);
+      if (status == GW_OK) status = b;
+      gw_request_free(s);
+    }
+  bench::check_bench(status, "a ring's step");
+}
+
 struct MessageTiming {
   bool scheduled = false;  // the median at the smallest size too (else its fastest: the alpha)
   bool call = false;       // one more entry: a one-f32 allreduce's median time
   bool both_ways = false;  // both ranks send at once (an exchange) instead of a ping-pong
+  int ranks = 2;           // with both_ways: every rank sends to the next and receives from the previous
+  int group = 1;           // a sample: `group` consecutive exchanges after a barrier (when > 1), over their number
 };
 
 // One-way times between two forked local ranks over one UCX transport, at each size: the median, but the
@@ -141,8 +167,9 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
   bench::RankSetup setup;
   setup.config = config;
   setup.timeout_s = 60;
-  const json r = bench::run_forked_ranks(2, {{"UCX_TLS", tls}}, setup, [&](gw_runtime*, gw_comm* comm) {
-    const uint32_t rank = gw_comm_rank(comm), other = 1 - rank;
+  const json r = bench::run_forked_ranks(how.ranks, {{"UCX_TLS", tls}}, setup, [&](gw_runtime*, gw_comm* comm) {
+    const uint32_t rank = gw_comm_rank(comm), n = gw_comm_size(comm), other = 1 - rank;
+    const uint32_t to = (rank + 1) % n, from = (rank + n - 1) % n;
     std::vector<char> buf(sizes.back()), back(both_ways ? sizes.back() : 0);
     json seconds = json::array();
     for (uint64_t size : sizes) {
@@ -151,9 +178,13 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
       const int iters = size <= 65536 ? 200 : size <= (4 << 20) ? 40 : 10;
       std::vector<double> samples;
       for (int i = -2; i < iters; ++i) {
+        if (how.group > 1) bench::check_bench(gw_barrier(comm), "barrier");
         const auto t0 = Clock::now();
         if (both_ways) {
-          exchange_once(comm, &t, &u, other);
+          if (how.group > 1)
+            ring_pass(comm, &t, &u, to, from, how.group);
+          else
+            exchange_once(comm, &t, &u, to, from);
         } else if (rank == 0) {
           bench::check_bench(gw_send(comm, &t, other, 1), "send");
           bench::check_bench(gw_recv(comm, &t, other, 1), "recv");
@@ -163,7 +194,7 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
         }
         // An exchange's time is one message's; a ping-pong's round trip is two.
         const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (i >= 0) samples.push_back(both_ways ? elapsed : elapsed / 2);
+        if (i >= 0) samples.push_back(both_ways ? elapsed / how.group : elapsed / 2);
       }
       seconds.push_back(size == sizes.front() && !how.scheduled ? *std::min_element(samples.begin(), samples.end())
                                                             : bench::summarize(samples).median);
@@ -187,23 +218,29 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
   return r.get<std::vector<double>>();
 }
 
-// A ping-pong with both ranks on one core (this process's affinity, which the ranks inherit, narrowed to
-// the first core it may use for the measurement): every message waits for its receiver to be scheduled.
-// A ping-pong, not an exchange: on one core an exchange's two copies also run one after the other, and
-// the model stretches that work by its own factor; what it takes from here is the hand-over.
-std::vector<double> ping_pong_on_one_core(const std::string& tls, const std::string& config,
-                                          const std::vector<uint64_t>& sizes) {
-  cpu_set_t all, one;
+// A ring's step with ranks two to a core: 2c ranks on c cores (c = 2 where this process may use two
+// cores, else 1; the ranks inherit this process's affinity, narrowed for the measurement), every rank
+// sending to the next and receiving from the previous at once. Timed as a collective runs it: from a
+// barrier, the 2 (2c - 1) steps of a ring allreduce's pass (ring_pass), the median over passes. (Single
+// steps' median reads the moments when a rank's partner happens to run on the other core: 1 us at
+// 4 KiB, a two-core exchange; a long run's mean reads the scheduler's time slices; steps that wait for
+// their own sends wait for every rendezvous receiver's answer, which the allreduce does not.)
+std::vector<double> ring_steps_two_per_core(const std::string& tls, const std::string& config,
+                                            const std::vector<uint64_t>& sizes) {
+  cpu_set_t all, few;
   if (sched_getaffinity(0, sizeof all, &all) != 0) throw std::runtime_error("sched_getaffinity failed");
-  CPU_ZERO(&one);
-  for (int c = 0; c < CPU_SETSIZE; ++c)
+  CPU_ZERO(&few);
+  int cores = 0;
+  for (int c = 0; c < CPU_SETSIZE && cores < 2; ++c)
     if (CPU_ISSET(c, &all)) {
-      CPU_SET(c, &one);
-      break;
+      CPU_SET(c, &few);
+      ++cores;
     }
-  if (sched_setaffinity(0, sizeof one, &one) != 0) throw std::runtime_error("sched_setaffinity failed");
+  if (sched_setaffinity(0, sizeof few, &few) != 0) throw std::runtime_error("sched_setaffinity failed");
   try {
-    std::vector<double> t = message_times(tls, config, sizes, {.scheduled = true});
+    std::vector<double> t =
+        message_times(tls, config, sizes,
+                      {.scheduled = true, .both_ways = true, .ranks = 2 * cores, .group = 2 * (2 * cores - 1)});
     sched_setaffinity(0, sizeof all, &all);
     return t;
   } catch (...) {
@@ -230,8 +267,8 @@ std::vector<double> median_of_passes(int passes, const std::function<std::vector
 constexpr int kTablePasses = 3;  // passes over shared memory's message table
 
 // alpha and beta of one UCX transport (the smallest message's time; the slope between 1 and 16 MiB),
-// and for shared memory the times of an exchange (both ranks sending at once) by message size, on
-// separate cores and on one, and (into *call) what a collective call costs beyond its message: a
+// and for shared memory the times of an exchange (both ranks sending at once) by message size and of a
+// ring's step with two ranks per core, and (into *call) what a collective call costs beyond its message: a
 // one-f32 allreduce's time less alpha.
 gw::model::Link measure_link(const std::string& tls, const std::string& config, double* call) {
   const bool table = tls == "shm";
@@ -253,7 +290,7 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config, 
   if (table) {
     l.sizes.assign(sizes.begin(), sizes.end());
     l.seconds = t;
-    l.shared_seconds = median_of_passes(kTablePasses, [&] { return ping_pong_on_one_core(tls, config, sizes); });
+    l.crowded_seconds = median_of_passes(kTablePasses, [&] { return ring_steps_two_per_core(tls, config, sizes); });
   }
   return l;
 }
@@ -378,8 +415,8 @@ int run(const CalibrateArgs& args) {
                   << (l.beta > 0 ? 1e-6 / l.beta : 0) << " MB/s" << cpu_note << "\n";
         for (size_t i = 0; i < l.sizes.size(); ++i)
           std::cout << "  " << std::setw(9) << uint64_t(l.sizes[i]) << " bytes each way at once: " << std::setprecision(3)
-                    << l.seconds[i] * 1e6 << " us; one way, " << l.shared_seconds[i] * 1e6
-                    << " us with both ranks on one core\n";
+                    << l.seconds[i] * 1e6 << " us; a ring's step with two ranks per core, "
+                    << l.crowded_seconds[i] * 1e6 << " us\n";
       } catch (const std::exception& e) {
         std::cout << "link " << tls << ": not measured (" << e.what() << ")\n";
       }

@@ -53,10 +53,14 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
   // Each step moves a block: alpha (and the hand-over between ranks sharing a core) is a block's. The
   // copies run at the speed of the buffer the ring sweeps, M on every rank: a block read or written
   // for the first time is as far from the caches as the buffer it belongs to, whatever its own size.
+  // A step is never faster than the block's exchange alone, though (its protocol's handshakes: a 32 KiB
+  // block goes by rendezvous).
   Link l = at_message(link, M / n, s);
   const Link swept = at_message(link, M, s);
-  l.beta = swept.beta;
-  l.cpu = swept.cpu;
+  if (swept.beta > l.beta) {
+    l.beta = swept.beta;
+    l.cpu = swept.cpu;
+  }
   c.latency = 2 * (n - 1) * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M;
   c.wire = c.bytes_sent * l.beta;
@@ -301,8 +305,18 @@ Link with_beta(Link l, double beta) {
   l.beta = beta;
   l.sizes.clear();
   l.seconds.clear();
-  l.shared_seconds.clear();
+  l.crowded_seconds.clear();
   return l;
+}
+
+// What a step of ranks two to a core takes beyond the two-core step stretched by 2 (the model's form at
+// s = 2: alpha + 2 (time - alpha)), at `bytes`: interpolated between the measured sizes, past the last
+// one held at its value (the rest of a large step is copies, which the stretched beta already has).
+double hand_over(const Link& l, double bytes) {
+  std::vector<double> extra(l.sizes.size());
+  for (size_t i = 0; i < extra.size(); ++i)
+    extra[i] = std::max(0.0, l.crowded_seconds[i] - (2 * l.seconds[i] - l.alpha));
+  return bytes >= l.sizes.back() ? extra.back() : interpolate(l.sizes, extra, bytes);
 }
 
 Link at_message(const Link& l, double bytes, double s) {
@@ -313,8 +327,7 @@ Link at_message(const Link& l, double bytes, double s) {
     out.beta = std::max(0.0, own - l.alpha) / bytes;
     if (l.beta > 0) out.cpu = l.cpu * out.beta / l.beta;
   }
-  if (s > 1 && l.shared_seconds.size() == l.sizes.size())
-    out.alpha += (1 - 1 / s) * std::max(0.0, interpolate(l.sizes, l.shared_seconds, bytes) - own);
+  if (s > 1 && l.crowded_seconds.size() == l.sizes.size()) out.alpha += (s - 1) * hand_over(l, bytes);
   return out;
 }
 

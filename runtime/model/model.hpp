@@ -21,20 +21,20 @@ struct Link {
   double alpha = 0;  // seconds per message (latency and per-message overhead)
   double beta = 0;   // seconds per byte (1 / bandwidth)
   double cpu = 0;    // core-seconds per byte sent (0: not measured, the wire alone paces the link)
-  // Optional, measured one-way times of a ping-pong of `sizes` bytes (ascending). When present, the
-  // dense algorithms take their beta from them rather than from the large-transfer fit: copies of
-  // cache-sized buffers run faster. `shared_seconds` (optional, as many): the same with both ranks on one
-  // core, where each message waits for its receiver to be scheduled.
-  std::vector<double> sizes, seconds, shared_seconds;
+  // Optional, measured times of an exchange of `sizes` bytes (ascending; both ranks send one message and
+  // receive the other's at once). When present, the dense algorithms take their beta from them rather
+  // than from the large-transfer fit: copies of cache-sized buffers run faster. `crowded_seconds`
+  // (optional, as many): the time of one step of a ring of ranks two to a core (4 ranks on 2 cores:
+  // every rank sends to the next and receives from the previous), where the ranks of a core take turns.
+  std::vector<double> sizes, seconds, crowded_seconds;
 };
 
 // The link as a dense allreduce that exchanges messages of `bytes` sees it: beta (and a cpu cost in
 // proportion, as shared memory's is beta) from the measured time of a message of that size, when the
 // link has such times (copies that fit the caches run faster; the ring takes beta at its buffer's size
 // and alpha at its blocks', model.cpp); with ranks sharing cores
-// (s > 1) alpha gains the measured hand-over between two ranks on one core (the one-core time beyond the
-// two-core one: a step waits for a partner that must first be scheduled) for the share 1 - 1/s of steps
-// whose partner shares one.
+// (s > 1) alpha gains (s - 1) times the hand-over: the crowded step's time beyond the two-core step
+// stretched by 2 (the turns the ranks of a core take, and the waits for a partner not scheduled).
 Link at_message(const Link& l, double bytes, double s);
 
 // The link with another bandwidth (1 / beta); its measured message times no longer describe it.

@@ -51,12 +51,16 @@ std::vector<double> numbers(const toml::table& t, const std::string& key, const 
 void read_times(const toml::table& t, const std::string& where, Link& l) {
   l.sizes = numbers(t, "message_bytes", where);
   l.seconds = numbers(t, "one_way_s", where);
-  l.shared_seconds = numbers(t, "one_way_shared_core_s", where);
+  l.crowded_seconds = numbers(t, "two_per_core_step_s", where);
+  if (t.contains("one_way_shared_core_s"))
+    throw std::invalid_argument(where + ".one_way_shared_core_s: written by an older gradwire calibrate (a ping-pong on one "
+                                "core; the model now takes a ring's step with two ranks per core); run gradwire "
+                                "calibrate again");
   if (l.sizes.size() != l.seconds.size())
     throw std::invalid_argument(where + ": message_bytes and one_way_s must have as many entries (" +
                                 std::to_string(l.sizes.size()) + " and " + std::to_string(l.seconds.size()) + ")");
-  if (!l.shared_seconds.empty() && l.shared_seconds.size() != l.sizes.size())
-    throw std::invalid_argument(where + ": one_way_shared_core_s must have as many entries as message_bytes");
+  if (!l.crowded_seconds.empty() && l.crowded_seconds.size() != l.sizes.size())
+    throw std::invalid_argument(where + ": two_per_core_step_s must have as many entries as message_bytes");
   for (size_t i = 1; i < l.sizes.size(); ++i)
     if (!(l.sizes[i] > l.sizes[i - 1])) throw std::invalid_argument(where + ".message_bytes: must be ascending");
 }
@@ -76,7 +80,7 @@ std::string to_toml(const Model& m) {
     if (!l.sizes.empty()) {
       t.insert("message_bytes", array_of(l.sizes));
       t.insert("one_way_s", array_of(l.seconds));
-      if (!l.shared_seconds.empty()) t.insert("one_way_shared_core_s", array_of(l.shared_seconds));
+      if (!l.crowded_seconds.empty()) t.insert("two_per_core_step_s", array_of(l.crowded_seconds));
     }
     links.insert(name, std::move(t));
   }

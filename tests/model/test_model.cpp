@@ -265,12 +265,16 @@ TEST(ModelFormulas, TransportCpuPacesTheLinkWhenTheCoresCannotKeepUp) {
 
 // A link with measured message times: the dense algorithms take beta from the time of a message of their
 // steps' size (interpolated, past the last size along the last segment); ranks sharing cores add
-// the measured one-core hand-over to alpha for the share 1 - 1/s of steps; the plain fit is untouched.
+// (s - 1) times the hand-over to alpha: a crowded step's time (two ranks per core) beyond the two-core
+// step stretched by 2, held past the last size; the plain fit is untouched.
 TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   Link shm{1e-6, 4e-10, 4e-10};
   shm.sizes = {8, 1 << 20, 4 << 20};
   shm.seconds = {1e-6, 1e-6 + (1 << 20) * 1e-10, 1e-6 + (1 << 20) * 1e-10 + (3 << 20) * 3e-10};
-  shm.shared_seconds = {51e-6, 51e-6 + (1 << 20) * 1e-10, 1e-6 + (1 << 20) * 1e-10 + (3 << 20) * 3e-10};
+  // Hand-overs of 50 us at 8 B, 20 us at 1 MiB, 10 us at 4 MiB: the crowded step is alpha + 2 (time -
+  // alpha) plus them.
+  const std::vector<double> hand = {50e-6, 20e-6, 10e-6};
+  for (size_t i = 0; i < 3; ++i) shm.crowded_seconds.push_back(2 * shm.seconds[i] - 1e-6 + hand[i]);
   const Link at1 = at_message(shm, 1 << 20, 1);
   EXPECT_NEAR(at1.beta, 1e-10, 1e-16);
   EXPECT_NEAR(at1.cpu, 1e-10, 1e-16);  // in proportion: shared memory's cpu is its beta
@@ -279,9 +283,16 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   EXPECT_NEAR(at2.beta * (2 << 20), (1 << 20) * 1e-10 + (1 << 20) * 3e-10, 1e-12);
   const Link past = at_message(shm, 8 << 20, 1);  // extrapolated along the last segment
   EXPECT_NEAR(past.beta * (8 << 20), (1 << 20) * 1e-10 + (7 << 20) * 3e-10, 1e-12);
-  // 4 ranks on 2 cores (s = 2): half the steps wait for a partner on the same core, 50 us each.
-  EXPECT_NEAR(at_message(shm, 8, 2).alpha, 1e-6 + 0.5 * 50e-6, 1e-12);
-  EXPECT_NEAR(at_message(shm, 4 << 20, 2).alpha, 1e-6, 1e-12);  // no hand-over measured there
+  // 4 ranks on 2 cores (s = 2): one hand-over per step; 8 ranks on 2 (s = 4): three; none on their own.
+  EXPECT_NEAR(at_message(shm, 8, 2).alpha, 1e-6 + 50e-6, 1e-12);
+  EXPECT_NEAR(at_message(shm, 8, 4).alpha, 1e-6 + 3 * 50e-6, 1e-12);
+  EXPECT_NEAR(at_message(shm, 8, 1).alpha, 1e-6, 1e-15);
+  EXPECT_NEAR(at_message(shm, (1 << 20) + (3 << 19), 2).alpha, 1e-6 + 15e-6, 1e-12);  // halfway to 4 MiB
+  EXPECT_NEAR(at_message(shm, 64 << 20, 2).alpha, 1e-6 + 10e-6, 1e-12);  // held past the last size
+  // A crowded step faster than the stretched one (a busy moment in the two-core table) adds nothing.
+  Link fast = shm;
+  fast.crowded_seconds[0] = 1e-6;
+  EXPECT_NEAR(at_message(fast, 8, 2).alpha, 1e-6, 1e-15);
   // The ring of 2 ranks on a buffer of 4 MiB: 2 alpha of its 2 MiB messages, and 4 MiB at the beta of
   // the 4 MiB buffer it sweeps (not of its 2 MiB messages, which alone would fit the caches), plus the
   // reduction (gamma 0 here).
@@ -291,6 +302,13 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   const double at4 = at_message(shm, 4 << 20, 1).beta;
   EXPECT_NEAR(ring.total, 2e-6 + (4 << 20) * at4, 1e-12);
   EXPECT_GT(std::abs(ring.total - (2e-6 + (4 << 20) * at2.beta)), 1e-5);
+  // But a step is never faster than its block's exchange alone: 32 KiB blocks that go by a slower
+  // protocol than the 64 KiB buffer's rate.
+  Link rndv{1e-6, 1e-10, 1e-10};
+  rndv.sizes = {8, 32 << 10, 64 << 10};
+  rndv.seconds = {1e-6, 1e-6 + (32 << 10) * 4e-10, 1e-6 + (64 << 10) * 1e-10};
+  t.intra = t.inter = rndv;
+  EXPECT_NEAR(exchange(kNone, 64 << 10, t).total, 2e-6 + (64 << 10) * 4e-10, 1e-12);
   // 4 ranks on 2 cores, 32 KiB: alpha and its hand-over are the 8 KiB blocks' (interpolated between 8 B
   // and 1 MiB), the copies the 32 KiB buffer's.
   const Cost small = exchange(kNone, 32 << 10, nodes_of(1, 4, shm, shm, 2), Algorithm::Ring);
@@ -363,7 +381,7 @@ Model sample() {
   m.links["shm"] = Link{3e-6, 1e-10};
   m.links["shm"].sizes = {8, 4096};
   m.links["shm"].seconds = {3e-6, 4e-6};
-  m.links["shm"].shared_seconds = {5e-5, 5.1e-5};
+  m.links["shm"].crowded_seconds = {5e-5, 5.1e-5};
   m.links["tcp"] = Link{4e-5, 8e-9, 6e-10};
   m.codecs = {kNone,
               {"fp16", CodecKind::Summable, 2, 4e-10, 3e-10},
@@ -384,7 +402,7 @@ TEST(ModelFile, RoundTripsThroughToml) {
   EXPECT_DOUBLE_EQ(back.machine.call, 1.5e-6);
   EXPECT_EQ(back.link("shm").sizes, (std::vector<double>{8, 4096}));
   EXPECT_EQ(back.link("shm").seconds, (std::vector<double>{3e-6, 4e-6}));
-  EXPECT_EQ(back.link("shm").shared_seconds, (std::vector<double>{5e-5, 5.1e-5}));
+  EXPECT_EQ(back.link("shm").crowded_seconds, (std::vector<double>{5e-5, 5.1e-5}));
   EXPECT_TRUE(back.link("tcp").sizes.empty());
   ASSERT_NE(back.codec("topk"), nullptr);
   EXPECT_EQ(back.codec("topk")->kind, CodecKind::Sparse);
@@ -420,6 +438,13 @@ TEST(ModelFile, BadFilesSayWhatIsWrong) {
   EXPECT_NE(message(tcp + "message_bytes = [4096, 8]\none_way_s = [1e-6, 2e-6]\n").find("must be ascending"),
             std::string::npos);
   EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [\"x\"]\n").find("links.tcp.one_way_s"),
+            std::string::npos);
+  EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [1e-6]\ntwo_per_core_step_s = [1e-6, 2e-6]\n")
+                .find("two_per_core_step_s must have as many entries"),
+            std::string::npos);
+  // The one-core ping-pong of an older calibrate is not read as something it is not.
+  EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [1e-6]\none_way_shared_core_s = [5e-6]\n")
+                .find("run gradwire calibrate again"),
             std::string::npos);
   // A file from before links had cpu_s_per_byte loads, the term absent.
   EXPECT_EQ(message(head + "[links.tcp]\nalpha_s = 0\nbeta_s_per_byte = 1e-9\n"), "no error");

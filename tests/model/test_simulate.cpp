@@ -168,17 +168,18 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   EXPECT_DOUBLE_EQ(m.link("inter").cpu, tcp.cpu);
   EXPECT_DOUBLE_EQ(m.link("inter").beta, 8.0 / 1e9);
   EXPECT_EQ(m.inter, "inter");
-  // Shared memory: one-way times by message size, on two cores and on one, and a call's own cost.
+  // Shared memory: exchange times by message size, a ring's step with two ranks per core, and a call's
+  // own cost.
   const gw::model::Link& shm = m.link("shm");
   ASSERT_EQ(shm.sizes.size(), 9u) << r.output;
   ASSERT_EQ(shm.seconds.size(), 9u);
-  ASSERT_EQ(shm.shared_seconds.size(), 9u);
+  ASSERT_EQ(shm.crowded_seconds.size(), 9u);
   EXPECT_EQ(shm.sizes.back(), double(16 << 20));
   for (size_t i = 0; i < shm.sizes.size(); ++i) {
     EXPECT_GT(shm.seconds[i], 0) << i;
-    EXPECT_GT(shm.shared_seconds[i], 0) << i;
+    EXPECT_GT(shm.crowded_seconds[i], 0) << i;
   }
-  EXPECT_NE(r.output.find("us with both ranks on one core"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a ring's step with two ranks per core"), std::string::npos) << r.output;
   // A call's cost is a difference of two timings, clamped at 0 (on a loaded machine the fastest ping-pong
   // can take longer than the median allreduce): written, never negative.
   EXPECT_NE(r.output.find("a collective call"), std::string::npos) << r.output;
