@@ -56,7 +56,10 @@ Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, const floa
     for (uint32_t q = 0; q < n; ++q) {
       if (q == r) continue;
       pipe.receive(q, uint32_t(p), contrib_in[q * P + p], [&, p] {
-        if (++arrived[p] == n - 1) pipe.then([&, p] { finalize(p); }, true);
+        // Behind this rank's own contributions, not before them: the other owners wait for those as
+        // this one waits for theirs, and finalizing first starved them (2 ranks' onebit over shared
+        // memory took 25-31 ms instead of 20 for 128 MiB, the ranks waiting on each other at the end).
+        if (++arrived[p] == n - 1) pipe.then([&, p] { finalize(p); });
       });
     }
   }

@@ -29,7 +29,8 @@ Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, const float* in, f
     if (op == GW_REDUCE_AVG) ops.memory().divide(buf + off, cnt, n);
   };
   const auto maybe_combine = [&](uint64_t i) {
-    if (encoded[i] && arrived[i] == n - 1) pipe.then([&, i] { combine(i); }, true);
+    // Behind the encodes: the others wait for this rank's payloads, nobody waits for its combining.
+    if (encoded[i] && arrived[i] == n - 1) pipe.then([&, i] { combine(i); });
   };
 
   for (uint64_t i = 0; i < C; ++i) {

@@ -47,7 +47,8 @@ class Pipeline {
   // on_arrival.
   void receive(uint32_t peer, uint32_t step, PayloadBuffer& buf, std::function<void()> on_arrival);
   void send(uint32_t peer, uint32_t step, const PayloadBuffer& buf) { c_.send(peer, step, buf.data, buf.size); }
-  // Queues local work; urgent work (what other ranks wait for) goes first.
+  // Queues local work, in order; urgent work goes ahead of everything queued (the latest first). Work
+  // that only feeds this rank's result must not be urgent while work others wait for is queued.
   void then(std::function<void()> work, bool urgent = false);
 
   // Runs until every receive was handled and no work is left, then waits for the last sends.
