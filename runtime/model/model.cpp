@@ -125,10 +125,10 @@ Cost scatter_reduce_allgather(const CodecCost& k, double M, double n, const Link
   c.bytes_sent = 2 * (n - 1) / n * M / k.ratio;
   c.wire = c.bytes_sent * l.beta;
   // Every rank encodes the n - 1 blocks it contributes; the owner decodes the n - 1 contributions adding
-  // them into its sum, adds its own values and re-quantizes its block once; every rank decodes the n - 1
-  // other owners' results.
+  // them into its sum, adds its own values and re-quantizes its block once; every rank decodes all n
+  // owners' results, its own too (so that every rank holds the same values).
   c.encode = ((n - 1) / n * M * k.encode + M / n * k.encode +
-              (n - 1) / n * M * (decode_adding(k, gamma) + k.decode)) * s;
+              (n - 1) / n * M * decode_adding(k, gamma) + M * k.decode) * s;
   c.cpu = c.encode + M / n * gamma * s;
   c.transport = c.bytes_sent * l.cpu * s;
   c.total = c.latency + pipelined(c.wire, c.cpu, pieces, c.transport);
