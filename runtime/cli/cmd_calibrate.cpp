@@ -295,11 +295,20 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config, 
   return l;
 }
 
-// gamma and every codec's costs, measured in this process.
+// Buffer sizes of the sum's table (Machine::sum_sizes); past the last one the model takes gamma, the sum
+// of --bytes (64 MiB by default, beyond the caches).
+const std::vector<uint64_t> kSumSizes = {256 << 10, 1 << 20, 4 << 20, 16 << 20};
+
+// gamma, the sum by buffer size, and every codec's costs, measured in this process.
 json measure_cpu(const CalibrateArgs& args) {
   RuntimePtr rt = open_runtime(args.config);
   const uint64_t chunk = 1 << 20;  // [collectives] pipeline_chunk_bytes' default
   json out = {{"gamma", gw::model::measure_gamma(args.bytes, args.repetitions)}, {"codecs", json::array()}};
+  // The fastest of passes that sum about 128 MiB in all (the buffers stay where the last pass left them).
+  json sums = json::array();
+  for (uint64_t size : kSumSizes)
+    sums.push_back(gw::model::measure_gamma(size, int(std::max<uint64_t>(3, (128u << 20) / size))));
+  out["sums"] = sums;
   for (const std::string& name : args.codecs.empty() ? codec_names(rt.get()) : split(args.codecs)) {
     const gw::model::CodecCost c = measure(rt.get(), name, args, chunk);
     out["codecs"].push_back({{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio},
@@ -356,6 +365,8 @@ json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
   };
   json all = results.front();
   all["gamma"] = median([](const json& r) { return r["gamma"].get<double>(); });
+  for (size_t i = 0; i < all["sums"].size(); ++i)
+    all["sums"][i] = median([&](const json& r) { return r["sums"][i].get<double>(); });
   for (size_t c = 0; c < all["codecs"].size(); ++c)
     for (const char* k : {"encode", "decode", "decode_accumulate"})
       all["codecs"][c][k] = median([&](const json& r) { return r["codecs"][c][k].get<double>(); });
@@ -370,9 +381,17 @@ int run(const CalibrateArgs& args) {
   m.machine.cores = std::max(hw, args.concurrent);
   const json cpu = measure_cpu_concurrently(args, args.concurrent);
   m.machine.gamma = cpu["gamma"];
+  for (size_t i = 0; i < cpu["sums"].size(); ++i) {
+    m.machine.sum_sizes.push_back(double(kSumSizes[i]));
+    m.machine.sum_seconds.push_back(cpu["sums"][i].get<double>());
+  }
   std::cout << "gradwire calibrate: " << hw << " cores, " << std::max(1, args.concurrent)
             << " process(es) measuring at once, sum " << std::setprecision(3) << 1e-9 / m.machine.gamma
-            << " GB/s (f32 bytes)\n";
+            << " GB/s (f32 bytes)";
+  for (size_t i = 0; i < m.machine.sum_sizes.size(); ++i)
+    std::cout << (i == 0 ? "; buffers of " : ", ") << uint64_t(m.machine.sum_sizes[i]) / 1024 << " KiB "
+              << 1e-9 / m.machine.sum_seconds[i];
+  std::cout << (m.machine.sum_sizes.empty() ? "" : " GB/s") << "\n";
   std::cout << std::left << std::setw(10) << "codec" << std::setw(16) << "kind" << std::right << std::setw(10) << "ratio"
             << std::setw(14) << "encode GB/s" << std::setw(14) << "decode GB/s" << std::setw(14) << "adding GB/s" << "\n";
   for (const json& j : cpu["codecs"]) {

@@ -278,8 +278,9 @@ Cost flat(const CodecCost& k, double M, const Topology& t, Algorithm a, const Se
                           a == Algorithm::RecursiveDoubling;
   const Link l = flat_link(t, all_to_all);
   switch (a) {
-    case Algorithm::Ring: return ring(M, n, l, gamma, s);
-    case Algorithm::RecursiveDoubling: return recursive_doubling(M, n, l, gamma, s);
+    // The reductions sweep M on each of a node's ranks, which share its caches.
+    case Algorithm::Ring: return ring(M, n, l, gamma_at(t, M * double(t.per_node)), s);
+    case Algorithm::RecursiveDoubling: return recursive_doubling(M, n, l, gamma_at(t, M * double(t.per_node)), s);
     case Algorithm::Summable: return summable(k, M, n, l, gamma, s, st);
     case Algorithm::ScatterReduceAllgather: return scatter_reduce_allgather(k, M, n, l, gamma, s, st);
     case Algorithm::SparseAllgather: return sparse_allgather(k, M, n, l, gamma, s, st);
@@ -300,6 +301,11 @@ double interpolate(const std::vector<double>& x, const std::vector<double>& y, d
 }
 
 }  // namespace
+
+double gamma_at(const Topology& t, double bytes) {
+  if (t.sum_sizes.empty() || t.sum_sizes.size() != t.sum_seconds.size() || bytes > t.sum_sizes.back()) return t.gamma;
+  return interpolate(t.sum_sizes, t.sum_seconds, bytes);
+}
 
 Link with_beta(Link l, double beta) {
   l.beta = beta;

@@ -67,6 +67,9 @@ struct Machine {
   double cores = 1;  // cores per node the ranks of a node share for codec and reduction work
   double gamma = 0;  // seconds per f32 byte of an elementwise sum (read two, write one)
   double call = 0;   // seconds one collective call costs beyond its messages (start, bookkeeping, completion)
+  // Optional: the same sum over buffers of `sum_sizes` bytes (ascending) that stay where the last pass
+  // left them, seconds per f32 byte: buffers that fit the caches are summed faster than gamma says.
+  std::vector<double> sum_sizes, sum_seconds;
 };
 
 struct Model {
@@ -92,8 +95,14 @@ struct Topology {
   double cores = 1;  // per node
   double gamma = 0;  // seconds per f32 byte summed (the machine's)
   double call = 0;   // seconds per collective call (Machine::call)
+  std::vector<double> sum_sizes, sum_seconds;  // Machine's, optional
   uint64_t ranks() const { return nodes * per_node; }
 };
+
+// The cost per f32 byte of summing a buffer of `bytes` (the dense algorithms' reduction sweeps their
+// buffer): from the machine's table by size where it has one (interpolated; below its first size that
+// size's; past its last size gamma), else gamma.
+double gamma_at(const Topology& t, double bytes);
 
 // The collective algorithm an exchange uses.
 enum class Algorithm {

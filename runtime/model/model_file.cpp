@@ -71,8 +71,12 @@ std::string to_toml(const Model& m) {
   toml::table root;
   root.insert("format", "gradwire cost model 1");
   root.insert("source", m.source);
-  root.insert("machine", toml::table{{"cores", m.machine.cores}, {"gamma_s_per_byte", m.machine.gamma},
-                                     {"call_s", m.machine.call}});
+  toml::table machine{{"cores", m.machine.cores}, {"gamma_s_per_byte", m.machine.gamma}, {"call_s", m.machine.call}};
+  if (!m.machine.sum_sizes.empty()) {
+    machine.insert("sum_bytes", array_of(m.machine.sum_sizes));
+    machine.insert("sum_s_per_byte", array_of(m.machine.sum_seconds));
+  }
+  root.insert("machine", std::move(machine));
   root.insert("use", toml::table{{"intra", m.intra}, {"inter", m.inter}});
   toml::table links;
   for (const auto& [name, l] : m.links) {
@@ -119,6 +123,16 @@ Model from_toml(const std::string& text, const std::string& origin) {
     m.machine.cores = number(*t, "cores", origin + ": machine");
     m.machine.gamma = number(*t, "gamma_s_per_byte", origin + ": machine");
     m.machine.call = number(*t, "call_s", origin + ": machine", false, 0);
+    const std::string where = origin + ": machine";
+    m.machine.sum_sizes = numbers(*t, "sum_bytes", where);
+    m.machine.sum_seconds = numbers(*t, "sum_s_per_byte", where);
+    if (m.machine.sum_sizes.size() != m.machine.sum_seconds.size())
+      throw std::invalid_argument(where + ": sum_bytes and sum_s_per_byte must have as many entries (" +
+                                  std::to_string(m.machine.sum_sizes.size()) + " and " +
+                                  std::to_string(m.machine.sum_seconds.size()) + ")");
+    for (size_t i = 1; i < m.machine.sum_sizes.size(); ++i)
+      if (!(m.machine.sum_sizes[i] > m.machine.sum_sizes[i - 1]))
+        throw std::invalid_argument(where + ".sum_bytes: must be ascending");
   } else {
     throw std::invalid_argument(origin + ": missing table [machine]");
   }

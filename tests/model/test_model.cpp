@@ -321,6 +321,31 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   EXPECT_TRUE(with_beta(shm, 1e-8).sizes.empty());
 }
 
+// The dense algorithms sum at the speed of their buffer's size where the machine has a table of sums by
+// size (buffers that fit the caches are summed faster); past its last size, and without one, gamma.
+TEST(ModelFormulas, DenseReductionsSumAtTheirBuffersSpeed) {
+  Topology t = flat(4, 0, 1e-10, 1e-10);
+  t.sum_sizes = {1 << 20, 4 << 20};
+  t.sum_seconds = {2e-11, 5e-11};
+  EXPECT_NEAR(gamma_at(t, 512 << 10), 2e-11, 1e-20);
+  EXPECT_NEAR(gamma_at(t, 2.5 * (1 << 20)), 3.5e-11, 1e-20);
+  EXPECT_NEAR(gamma_at(t, 4 << 20), 5e-11, 1e-20);
+  EXPECT_NEAR(gamma_at(t, 8 << 20), 1e-10, 1e-20);
+  const double M = 2 << 20;
+  const Cost ring = exchange(kNone, M, t, Algorithm::Ring);
+  EXPECT_NEAR(ring.cpu, 0.75 * M * gamma_at(t, M), 1e-15);
+  const Cost doubling = exchange(kNone, M, t, Algorithm::RecursiveDoubling);
+  EXPECT_NEAR(doubling.cpu, 2 * M * gamma_at(t, M), 1e-15);
+  // The ranks of a node share its caches: 4 ranks on one node sweep 4 M between them.
+  Topology node = nodes_of(1, 4, t.intra, t.inter, 1e9, 1e-10);
+  node.sum_sizes = t.sum_sizes, node.sum_seconds = t.sum_seconds;
+  EXPECT_NEAR(exchange(kNone, 512 << 10, node, Algorithm::Ring).cpu, 0.75 * (512 << 10) * gamma_at(t, 2 << 20), 1e-15);
+  Topology plain = t;
+  plain.sum_sizes.clear(), plain.sum_seconds.clear();
+  EXPECT_NEAR(gamma_at(plain, M), 1e-10, 1e-20);
+  EXPECT_NEAR(exchange(kNone, M, plain, Algorithm::Ring).cpu, 0.75 * M * 1e-10, 1e-15);
+}
+
 // A collective call's own cost is paid once per exchange, and not by one rank alone.
 TEST(ModelFormulas, EveryExchangePaysOneCallsCost) {
   Topology t = flat(4, 1e-5, 1e-8, 1e-9);
@@ -379,6 +404,8 @@ TEST(ModelFit, ParsesRatesAndRejectsNonsense) {
 Model sample() {
   Model m;
   m.machine = Machine{2, 2e-10, 1.5e-6};
+  m.machine.sum_sizes = {1 << 20};
+  m.machine.sum_seconds = {5e-11};
   m.links["shm"] = Link{3e-6, 1e-10};
   m.links["shm"].sizes = {8, 4096};
   m.links["shm"].seconds = {3e-6, 4e-6};
@@ -401,6 +428,8 @@ TEST(ModelFile, RoundTripsThroughToml) {
   EXPECT_DOUBLE_EQ(back.link("tcp").cpu, 6e-10);
   EXPECT_DOUBLE_EQ(back.link("shm").cpu, 0);
   EXPECT_DOUBLE_EQ(back.machine.call, 1.5e-6);
+  EXPECT_EQ(back.machine.sum_sizes, (std::vector<double>{1 << 20}));
+  EXPECT_EQ(back.machine.sum_seconds, (std::vector<double>{5e-11}));
   EXPECT_EQ(back.link("shm").sizes, (std::vector<double>{8, 4096}));
   EXPECT_EQ(back.link("shm").seconds, (std::vector<double>{3e-6, 4e-6}));
   EXPECT_EQ(back.link("shm").crowded_seconds, (std::vector<double>{5e-5, 5.1e-5}));
@@ -446,6 +475,10 @@ TEST(ModelFile, BadFilesSayWhatIsWrong) {
   // The one-core ping-pong of an older calibrate is not read as something it is not.
   EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [1e-6]\none_way_shared_core_s = [5e-6]\n")
                 .find("run gradwire calibrate again"),
+            std::string::npos);
+  EXPECT_NE(message(head + "sum_bytes = [8, 4096]\nsum_s_per_byte = [1e-10]\n").find("as many entries (2 and 1)"),
+            std::string::npos);
+  EXPECT_NE(message(head + "sum_bytes = [4096, 8]\nsum_s_per_byte = [1e-10, 1e-10]\n").find("sum_bytes: must be ascending"),
             std::string::npos);
   // A file from before links had cpu_s_per_byte loads, the term absent.
   EXPECT_EQ(message(head + "[links.tcp]\nalpha_s = 0\nbeta_s_per_byte = 1e-9\n"), "no error");

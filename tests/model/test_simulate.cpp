@@ -170,6 +170,9 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   EXPECT_EQ(m.inter, "inter");
   // Shared memory: exchange times by message size, a ring's step with two ranks per core, and a call's
   // own cost.
+  // The sum by buffer size: 256 KiB to 16 MiB, each a positive cost.
+  ASSERT_EQ(m.machine.sum_sizes.size(), 4u) << r.output;
+  for (double s : m.machine.sum_seconds) EXPECT_GT(s, 0) << r.output;
   const gw::model::Link& shm = m.link("shm");
   ASSERT_EQ(shm.sizes.size(), 9u) << r.output;
   ASSERT_EQ(shm.seconds.size(), 9u);
