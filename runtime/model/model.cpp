@@ -315,6 +315,8 @@ Link with_beta(Link l, double beta) {
   return l;
 }
 
+namespace {
+
 // What a step of ranks two to a core takes beyond the two-core step stretched by 2 (the model's form at
 // s = 2: alpha + 2 (time - alpha)), at `bytes`: interpolated between the measured sizes, past the last
 // one held at its value (the rest of a large step is copies, which the stretched beta already has).
@@ -324,6 +326,8 @@ double hand_over(const Link& l, double bytes) {
     extra[i] = std::max(0.0, l.crowded_seconds[i] - (2 * l.seconds[i] - l.alpha));
   return bytes >= l.sizes.back() ? extra.back() : interpolate(l.sizes, extra, bytes);
 }
+
+}  // namespace
 
 Link at_message(const Link& l, double bytes, double s) {
   if (l.sizes.empty() || l.sizes.size() != l.seconds.size()) return l;
