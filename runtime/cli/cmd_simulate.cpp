@@ -171,9 +171,7 @@ int run(const SimulateArgs& a) {
     p.topo.intra = intra;
     p.topo.inter = inter_link;
     p.topo.cores = a.cores > 0 ? a.cores : model.machine.cores;
-    p.topo.gamma = model.machine.gamma;
-    p.topo.call = model.machine.call;
-    p.topo.sum_sizes = model.machine.sum_sizes, p.topo.sum_seconds = model.machine.sum_seconds;
+    gw::model::use_machine(p.topo, model.machine);
     p.inter_rate = inter_link.beta > 0 ? 1 / inter_link.beta : 0;
     return p;
   };

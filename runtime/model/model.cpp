@@ -307,6 +307,13 @@ double gamma_at(const Topology& t, double bytes) {
   return interpolate(t.sum_sizes, t.sum_seconds, bytes);
 }
 
+void use_machine(Topology& t, const Machine& m) {
+  t.gamma = m.gamma;
+  t.call = m.call;
+  t.sum_sizes = m.sum_sizes;
+  t.sum_seconds = m.sum_seconds;
+}
+
 Link with_beta(Link l, double beta) {
   l.beta = beta;
   l.sizes.clear();

@@ -104,6 +104,9 @@ struct Topology {
 // size's; past its last size gamma), else gamma.
 double gamma_at(const Topology& t, double bytes);
 
+// A topology of the machine's nodes: its sum (gamma and the table by size) and a call's cost.
+void use_machine(Topology& t, const Machine& m);
+
 // The collective algorithm an exchange uses.
 enum class Algorithm {
   Auto,               // what gradwire runs for the codec (the kind's algorithm; dense: ring or doubling)

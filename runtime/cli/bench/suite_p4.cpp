@@ -127,9 +127,8 @@ void run_p4(const Options& o, const Emit& emit) {
       if (size >= (1u << 20)) r.extra["target"] = ">= 1.0";
       if (model) {  // the cost model's prediction: every rank on this host, over its shm link
         gw::model::Topology t;
-        t.nodes = 1, t.per_node = uint64_t(n), t.cores = model->machine.cores, t.gamma = model->machine.gamma;
-        t.call = model->machine.call;
-        t.sum_sizes = model->machine.sum_sizes, t.sum_seconds = model->machine.sum_seconds;
+        t.nodes = 1, t.per_node = uint64_t(n), t.cores = model->machine.cores;
+        gw::model::use_machine(t, model->machine);
         t.intra = t.inter = model->link(model->links.count("shm") ? "shm" : model->intra);
         const double p = gw::model::exchange(*model->codec("none"), double(size), t).total;
         r.extra["predicted_ms"] = p * 1e3;
