@@ -41,7 +41,7 @@ struct CalibrateArgs {
   std::string inter_rate;  // e.g. 100mbit
   std::string intra_rate;
   uint64_t bytes = 64 << 20;  // beyond the caches, like a gradient
-  int repetitions = 3;
+  int repetitions = 5;
   bool no_links = false;
   int concurrent = 1;  // processes measuring the codecs at once
 };
@@ -72,6 +72,14 @@ std::vector<std::string> codec_names(gw_runtime* rt) {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// Repetitions of --bytes that cover `total` bytes, --repetitions at least: a codec's passes over 512 MiB
+// (encode, decode and decode adding: about 80 ms here) and γ's over 1 GiB last longer than the dips of
+// a shared machine's memory speed (tens of milliseconds), so that their median is the speed a long
+// collective sees rather than that of one dip or of one quiet moment.
+int spread_repetitions(const CalibrateArgs& args, uint64_t total) {
+  return int(std::clamp<uint64_t>(total / std::max<uint64_t>(1, args.bytes), uint64_t(args.repetitions), 100));
 }
 
 gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const CalibrateArgs& args, uint64_t chunk) {
@@ -108,7 +116,7 @@ gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const Cali
     t.dtype = GW_DTYPE_F32;
     check(gw_codec_decode(codec, &ctx, payload, size, &t, acc ? GW_DECODE_ACCUMULATE : 0), "decode with '" + name + "'");
   };
-  return gw::model::measure_codec(name, kind, probe, args.bytes, chunk, args.repetitions);
+  return gw::model::measure_codec(name, kind, probe, args.bytes, chunk, spread_repetitions(args, uint64_t{512} << 20));
 }
 
 // Both ranks send one message and receive the other's at once (a step of a ring or of recursive
@@ -303,8 +311,9 @@ const std::vector<uint64_t> kSumSizes = {256 << 10, 1 << 20, 4 << 20, 16 << 20};
 json measure_cpu(const CalibrateArgs& args) {
   RuntimePtr rt = open_runtime(args.config);
   const uint64_t chunk = 1 << 20;  // [collectives] pipeline_chunk_bytes' default
-  json out = {{"gamma", gw::model::measure_gamma(args.bytes, args.repetitions)}, {"codecs", json::array()}};
-  // The fastest of passes that sum about 128 MiB in all (the buffers stay where the last pass left them).
+  json out = {{"gamma", gw::model::measure_gamma(args.bytes, spread_repetitions(args, uint64_t{1} << 30))},
+              {"codecs", json::array()}};
+  // The median of passes that sum about 128 MiB in all (the buffers stay where the last pass left them).
   json sums = json::array();
   for (uint64_t size : kSumSizes)
     sums.push_back(gw::model::measure_gamma(size, int(std::max<uint64_t>(3, (128u << 20) / size))));
@@ -476,7 +485,7 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--codecs", args->codecs, "Comma-separated codecs to measure; default every codec plugin");
   cmd->add_option("--bytes", args->bytes, "f32 bytes each codec encodes per repetition")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 32));
-  cmd->add_option("--repetitions", args->repetitions, "Timed repetitions (the fastest counts)")->check(CLI::Range(1, 100));
+  cmd->add_option("--repetitions", args->repetitions, "Timed repetitions (their median counts)")->check(CLI::Range(1, 100));
   cmd->add_option("--inter-rate", args->inter_rate, "Add a link 'inter' of this rate (e.g. 100mbit) between nodes");
   cmd->add_option("--intra-rate", args->intra_rate, "Add a link 'intra' of this rate inside a node");
   cmd->add_flag("--no-links", args->no_links, "Measure codecs only, not the transports");

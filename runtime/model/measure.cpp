@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <limits>
 #include <sstream>
 #include <string>
 
@@ -15,6 +14,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The middle of the samples (the mean of the middle two of an even count).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
 
 }  // namespace
 
@@ -63,7 +69,7 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProb
   // Dense-payload codecs ("none" too) are also timed decoding onto a written buffer
   // (GW_DECODE_ACCUMULATE), as the summable ring and the scatter-reduce owners sum contributions.
   const bool adding = kind == CodecKind::Summable || kind == CodecKind::Quantized || kind == CodecKind::Dense;
-  double best_encode = std::numeric_limits<double>::infinity(), best_decode = best_encode, best_adding = best_encode;
+  std::vector<double> encodes, decodes, addings;
   uint64_t payload_bytes = 0;
   for (int r = 0; r <= std::max(1, repetitions); ++r) {
     auto t0 = Clock::now();
@@ -78,37 +84,35 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProb
     // term) and each payload adds its k values, which is what is timed here.
     const double decode = decode_all(kind == CodecKind::Sparse);
     const double added = adding ? decode_all(true) : 0;
-    if (r > 0) {
-      best_encode = std::min(best_encode, encode), best_decode = std::min(best_decode, decode);
-      best_adding = std::min(best_adding, added);
-    }
+    if (r > 0) encodes.push_back(encode), decodes.push_back(decode), addings.push_back(added);
   }
+  const double encode = median(encodes), decode = median(decodes), added = median(addings);
   CodecCost c;
   c.name = name;
   c.kind = kind;
   c.ratio = payload_bytes > 0 ? double(4 * count) / double(payload_bytes) : 1;
-  c.encode = best_encode / double(4 * count);
-  c.decode = kind == CodecKind::Sparse ? best_decode / double(std::max<uint64_t>(1, payload_bytes))
-                                       : best_decode / double(4 * count);
-  if (adding) c.decode_accumulate = best_adding / double(4 * count);
+  c.encode = encode / double(4 * count);
+  c.decode = kind == CodecKind::Sparse ? decode / double(std::max<uint64_t>(1, payload_bytes))
+                                       : decode / double(4 * count);
+  if (adding) c.decode_accumulate = added / double(4 * count);
   return c;
 }
 
 double measure_gamma(uint64_t bytes, int repetitions) {
   const uint64_t n = std::max<uint64_t>(1024, bytes / 4);
   std::vector<float> a(n, 1.0f), b(n, 0.5f);
-  double best = std::numeric_limits<double>::infinity();
+  std::vector<double> times;
   for (int r = 0; r <= std::max(1, repetitions); ++r) {
     const auto t0 = Clock::now();
     float* __restrict pa = a.data();
     const float* __restrict pb = b.data();
     for (uint64_t i = 0; i < n; ++i) pa[i] += pb[i];
     const double t = since(t0);
-    if (r > 0) best = std::min(best, t);
+    if (r > 0) times.push_back(t);
   }
   volatile float sink = a[n / 2];
   (void)sink;
-  return best / double(4 * n);
+  return median(times) / double(4 * n);
 }
 
 double busy_core_seconds() {

@@ -29,14 +29,16 @@ CodecKind kind_of(const std::string& name, bool sparse, bool summable, bool shar
 std::vector<float> sample_gradient(uint64_t count, uint64_t seed = 1);
 
 // Times the codec on `total_bytes` of f32 cut into pieces of `chunk_bytes` (as the compressed
-// allreduce cuts them), the fastest of `repetitions` after a warm-up. Sparse codecs' decode is per
+// allreduce cuts them), the median of `repetitions` after a warm-up. Sparse codecs' decode is per
 // payload byte and adds into a buffer already written (GW_DECODE_ACCUMULATE: the sparse allgather writes
 // its buffer once and then adds n payloads), the others' per f32 byte, writing the whole piece; summable
 // and quantized codecs' decode_accumulate per f32 byte, adding onto the piece.
 CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProbe& probe, uint64_t total_bytes,
                         uint64_t chunk_bytes, int repetitions);
 
-// Seconds per f32 byte of out[i] += in[i] over `bytes`, the fastest of `repetitions`.
+// Seconds per f32 byte of out[i] += in[i] over `bytes`, the median of `repetitions` after a warm-up.
+// (The median, not the fastest: on a shared machine the memory's speed dips for tens of milliseconds at
+// a time, and the collectives the model predicts run through those dips.)
 double measure_gamma(uint64_t bytes, int repetitions);
 
 // Core-seconds every CPU of this machine has spent busy since boot (user, nice, system, irq and softirq
