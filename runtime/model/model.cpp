@@ -339,7 +339,10 @@ double hand_over(const Link& l, double bytes) {
 Link at_message(const Link& l, double bytes, double s) {
   if (l.sizes.empty() || l.sizes.size() != l.seconds.size()) return l;
   Link out = l;
-  const double own = interpolate(l.sizes, l.seconds, bytes);
+  // Past the largest measured message, in proportion to its time: beyond it every copy streams from
+  // memory, while the last segment's slope also holds the step out of the caches (4 to 16 MiB here).
+  const double own = bytes > l.sizes.back() ? l.seconds.back() * bytes / l.sizes.back()
+                                            : interpolate(l.sizes, l.seconds, bytes);
   if (bytes > 0) {
     out.beta = std::max(0.0, own - l.alpha) / bytes;
     if (l.beta > 0) out.cpu = l.cpu * out.beta / l.beta;

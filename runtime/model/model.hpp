@@ -31,7 +31,8 @@ struct Link {
 
 // The link as a dense allreduce that exchanges messages of `bytes` sees it: beta (and a cpu cost in
 // proportion, as shared memory's is beta) from the measured time of a message of that size, when the
-// link has such times (copies that fit the caches run faster; the ring takes beta at its buffer's size
+// link has such times (interpolated; past the largest in proportion to its time: copies that fit the
+// caches run faster, and beyond the largest they all stream from memory; the ring takes beta at its buffer's size
 // and alpha at its blocks', model.cpp); with ranks sharing cores
 // (s > 1) alpha gains (s - 1) times the hand-over: the crowded step's time beyond the two-core step
 // stretched by 2 (the turns the ranks of a core take, and the waits for a partner not scheduled).

@@ -265,7 +265,7 @@ TEST(ModelFormulas, TransportCpuPacesTheLinkWhenTheCoresCannotKeepUp) {
 }
 
 // A link with measured message times: the dense algorithms take beta from the time of a message of their
-// steps' size (interpolated, past the last size along the last segment); ranks sharing cores add
+// steps' size (interpolated; past the last size in proportion to its time); ranks sharing cores add
 // (s - 1) times the hand-over to alpha: a crowded step's time (two ranks per core) beyond the two-core
 // step stretched by 2, held past the last size; the plain fit is untouched.
 TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
@@ -282,8 +282,9 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   EXPECT_NEAR(at1.alpha, 1e-6, 1e-15);
   const Link at2 = at_message(shm, 2 << 20, 1);  // halfway along the second segment
   EXPECT_NEAR(at2.beta * (2 << 20), (1 << 20) * 1e-10 + (1 << 20) * 3e-10, 1e-12);
-  const Link past = at_message(shm, 8 << 20, 1);  // extrapolated along the last segment
-  EXPECT_NEAR(past.beta * (8 << 20), (1 << 20) * 1e-10 + (7 << 20) * 3e-10, 1e-12);
+  const Link past = at_message(shm, 8 << 20, 1);  // twice the 4 MiB message's time (not its segment's slope)
+  EXPECT_NEAR(past.beta * (8 << 20), 2 * shm.seconds[2] - 1e-6, 1e-12);
+  EXPECT_LT(past.beta * (8 << 20), (1 << 20) * 1e-10 + (7 << 20) * 3e-10);
   // 4 ranks on 2 cores (s = 2): one hand-over per step; 8 ranks on 2 (s = 4): three; none on their own.
   EXPECT_NEAR(at_message(shm, 8, 2).alpha, 1e-6 + 50e-6, 1e-12);
   EXPECT_NEAR(at_message(shm, 8, 4).alpha, 1e-6 + 3 * 50e-6, 1e-12);
