@@ -11,7 +11,8 @@
 #   cluster.sh run N RATE -- CMD  up, run CMD (with GW_CLUSTER_SIZE set), down again however CMD ends
 #   cluster.sh measure RATE [MB]  up 2 ranks, send MB (default 20) from rank 0 to rank 1, print the rate
 #   cluster.sh rsh ADDR CMD...    an ssh stand-in for launchers (Open MPI's plm_rsh_agent): runs CMD
-#                                 through sh in the namespace whose address is ADDR
+#                                 through sh in the namespace whose address is ADDR, with Open MPI's
+#                                 session directory of its own (removed by down)
 #
 # GW_CLUSTER_NAME (default "gwc") prefixes every namespace, so clusters of different users do not meet.
 set -Eeuo pipefail
@@ -44,9 +45,16 @@ check_ranks() {
     die "the number of ranks must be 1..$MAX_RANKS, not '$1'"
 }
 
+# Where a rank's launcher daemon (cluster.sh rsh) keeps its session files: each namespace is a host of its
+# own, but they share this machine's /tmp and host name, where Open MPI's daemons of one job made and
+# removed the same session directory (/tmp/ompi.HOST.UID/jf.N/0) and now and then one failed its mkdir.
+session_dir() { echo "${TMPDIR:-/tmp}/gradwire-cluster/$(ns_of "$1")"; }
+
 down() {
   local ns
   for ns in $(our_namespaces); do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "${TMPDIR:-/tmp}/gradwire-cluster/${NAME}-"r* 2>/dev/null || true
+  rmdir "${TMPDIR:-/tmp}/gradwire-cluster" 2>/dev/null || true
 }
 
 # A link's burst: what it sends back to back at the veth's speed before the rate holds. A NIC has none,
@@ -170,7 +178,9 @@ case "$cmd" in
     host="$1"; shift
     [[ "$host" =~ ^${SUBNET_PREFIX//./\\.}\.([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 1 ] ||
       die "rsh: '$host' is not a rank's address (${SUBNET_PREFIX}.1 ..)"
-    in_rank "$(( BASH_REMATCH[1] - 1 ))" sh -c "$*" ;;
+    rank=$(( BASH_REMATCH[1] - 1 ))
+    mkdir -p "$(session_dir "$rank")"
+    in_rank "$rank" env OMPI_MCA_orte_tmpdir_base="$(session_dir "$rank")" sh -c "$*" ;;
   measure)
     [ $# -ge 1 ] || die "usage: cluster.sh measure RATE [MB]"
     check_rate "$1"
