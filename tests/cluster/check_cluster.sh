@@ -21,8 +21,16 @@ ip netns exec "${GW_CLUSTER_NAME}-sw" tc qdisc show dev p1 | grep -q "tbf.*rate 
 # The bucket holds 1 ms of the rate, at least 16 KB (a fixed 256 KB lets a burst through at 100mbit).
 "$cluster" exec 1 tc qdisc show dev eth0 | grep -q "tbf.*burst 16Kb" || fail "100mbit's burst is not 16 KB"
 "$cluster" up 2 1gbit 2>&1 | grep -q "already up" || fail "a second up must refuse"
+# rsh (Open MPI's launcher agent) runs in the address's namespace, with a session directory of that
+# namespace's own (they share this machine's /tmp and host name); down removes it.
+[ "$("$cluster" rsh 198.18.0.2 ip -br addr show eth0 | awk '{print $3}')" = 198.18.0.2/24 ] || fail "rsh ran elsewhere"
+dir2="$("$cluster" rsh 198.18.0.2 'echo $OMPI_MCA_orte_tmpdir_base')"
+dir3="$("$cluster" rsh 198.18.0.3 'echo $OMPI_MCA_orte_tmpdir_base')"
+[ -d "$dir2" ] && [ -d "$dir3" ] && [ "$dir2" != "$dir3" ] || fail "rsh's session directories: '$dir2', '$dir3'"
+"$cluster" rsh 198.18.0.9 true 2>/dev/null && fail "rsh to an address of no rank succeeded"
 "$cluster" down || fail "down"
 [ "$(ours)" -eq 0 ] || fail "down left $(ours) namespaces"
+[ ! -e "$dir2" ] && [ ! -e "$dir3" ] || fail "down left the session directories"
 
 # A command run inside the cluster: torn down however it ends.
 "$cluster" run 1 10gbit -- sh -c 'ip netns exec "${GW_CLUSTER_NAME}-r0" tc qdisc show dev eth0' | grep -q "burst 12[0-9]*b" ||
