@@ -48,13 +48,14 @@ check_ranks() {
 # Where a rank's launcher daemon (cluster.sh rsh) keeps its session files: each namespace is a host of its
 # own, but they share this machine's /tmp and host name, where Open MPI's daemons of one job made and
 # removed the same session directory (/tmp/ompi.HOST.UID/jf.N/0) and now and then one failed its mkdir.
-session_dir() { echo "${TMPDIR:-/tmp}/gradwire-cluster/$(ns_of "$1")"; }
+SESSIONS="${TMPDIR:-/tmp}/gradwire-cluster"
+session_dir() { echo "$SESSIONS/$(ns_of "$1")"; }
 
 down() {
   local ns
   for ns in $(our_namespaces); do ip netns del "$ns" 2>/dev/null || true; done
-  rm -rf "${TMPDIR:-/tmp}/gradwire-cluster/${NAME}-"r* 2>/dev/null || true
-  rmdir "${TMPDIR:-/tmp}/gradwire-cluster" 2>/dev/null || true
+  rm -rf "$SESSIONS/${NAME}-"r* 2>/dev/null || true
+  rmdir "$SESSIONS" 2>/dev/null || true
 }
 
 # A link's burst: what it sends back to back at the veth's speed before the rate holds. A NIC has none,

@@ -291,9 +291,11 @@ Cost flat(const CodecCost& k, double M, const Topology& t, Algorithm a, const Se
   throw std::invalid_argument(std::string("no flat formula for ") + algorithm_name(a));
 }
 
-// Piecewise linear through (sizes, seconds); past the last point along the last segment.
+// Piecewise linear through (sizes, seconds), held at the end points beyond them (what a size past the
+// table costs is each caller's own rule).
 double interpolate(const std::vector<double>& x, const std::vector<double>& y, double at) {
   if (x.size() == 1 || at <= x.front()) return y.front();
+  if (at >= x.back()) return y.back();
   size_t i = 1;
   while (i + 1 < x.size() && at > x[i]) ++i;
   const double slope = (y[i] - y[i - 1]) / (x[i] - x[i - 1]);
@@ -331,7 +333,7 @@ double hand_over(const Link& l, double bytes) {
   std::vector<double> extra(l.sizes.size());
   for (size_t i = 0; i < extra.size(); ++i)
     extra[i] = std::max(0.0, l.crowded_seconds[i] - (2 * l.seconds[i] - l.alpha));
-  return bytes >= l.sizes.back() ? extra.back() : interpolate(l.sizes, extra, bytes);
+  return interpolate(l.sizes, extra, bytes);
 }
 
 }  // namespace
