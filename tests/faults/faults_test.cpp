@@ -122,6 +122,10 @@ struct RankReport {
   std::string message;   // the error's message, with the lines that follow it
   bool destroyed = false;
   bool failed = false;   // printed "FAIL ..."
+  // Ended by UCX 1.13.1's TCP defect (docs/faults.md, "UCX's TCP transport when a peer vanishes"):
+  // a zero-copy send that fails on a closed connection completes twice, and UCX asserts. The
+  // exact assertion with its status (-80, UCS_ERR_ENDPOINT_TIMEOUT), nothing looser.
+  bool ucx_tcp_double_completion = false;
 };
 
 std::map<int, RankReport> parse(const std::string& output) {
@@ -151,6 +155,10 @@ std::map<int, RankReport> parse(const std::string& output) {
       in_message[r] = false;
     } else if (text.rfind("FAIL", 0) == 0) {
       rep.failed = true;
+      in_message[r] = false;
+    } else if (text.find("uct_iface.h:884  Assertion `comp->count > 0' failed") != std::string::npos &&
+               text.find("count=0 status=-80") != std::string::npos) {
+      rep.ucx_tcp_double_completion = true;
       in_message[r] = false;
     } else if (in_message[r]) {
       rep.message += "\n" + text;
@@ -328,9 +336,20 @@ TEST_P(Faults, KillDuringAsyncSyncStep) {
 TEST_P(Faults, StopDuringAllreduce) {
   const Scenario s{"allreduce", "stop", 3, 1, GetParam()};
   const Result res = run_scenario(s);
-  EXPECT_EQ(res.job.code, 0) << res.job.output;
   expect_survivors_name_the_victim(s, res, kTimeoutS + kGraceS + kSlackS, "GW_ERR_TIMEOUT");
   const auto v = res.ranks.find(s.victim);
+  // Continued after its peers have gone, the stopped rank resumes a zero-copy send into a closed
+  // connection; over TCP, UCX 1.13.1 then completes that send twice and aborts the process (its
+  // defect, docs/faults.md). That end, and only that one, is the victim's known alternative: the
+  // survivors' reports above stand either way, and the job's status is then the victim's SIGABRT.
+  if (GetParam() == "tcp" && v != res.ranks.end() && v->second.ucx_tcp_double_completion) {
+    EXPECT_EQ(res.job.code, 128 + 6) << res.job.output;
+    EXPECT_FALSE(v->second.errored) << res.job.output;
+    std::printf("figure: %s: the stopped rank, continued: aborted by UCX 1.13.1's TCP double completion\n",
+                s.name().c_str());
+    return;
+  }
+  EXPECT_EQ(res.job.code, 0) << res.job.output;
   ASSERT_TRUE(v != res.ranks.end() && v->second.errored) << "the stopped rank did not end with an error:\n"
                                                          << res.job.output;
   EXPECT_EQ(v->second.status.rfind("GW_ERR_", 0), 0u) << v->second.status;
