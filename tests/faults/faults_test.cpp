@@ -338,10 +338,8 @@ TEST_P(Faults, StopDuringAllreduce) {
   const Result res = run_scenario(s);
   expect_survivors_name_the_victim(s, res, kTimeoutS + kGraceS + kSlackS, "GW_ERR_TIMEOUT");
   const auto v = res.ranks.find(s.victim);
-  // Continued after its peers have gone, the stopped rank resumes a zero-copy send into a closed
-  // connection; over TCP, UCX 1.13.1 then completes that send twice and aborts the process (its
-  // defect, docs/faults.md). That end, and only that one, is the victim's known alternative: the
-  // survivors' reports above stand either way, and the job's status is then the victim's SIGABRT.
+  // Over TCP the continued rank may instead end by UCX 1.13.1's double completion (RankReport): that
+  // end alone; the survivors' reports above stand either way, the job's status is its SIGABRT.
   if (GetParam() == "tcp" && v != res.ranks.end() && v->second.ucx_tcp_double_completion) {
     EXPECT_EQ(res.job.code, 128 + 6) << res.job.output;
     EXPECT_FALSE(v->second.errored) << res.job.output;
