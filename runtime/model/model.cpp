@@ -33,6 +33,8 @@ Link flat_link(const Topology& t, bool all_to_all) {
   l.beta = std::max(t.intra.beta, t.inter.beta * shared);
   // The cores' work is the bytes' on each link: of a rank's bytes, a ring sends 1 / g off the node (one
   // edge of the node's g), an all-to-all (n - g) / (n - 1); the rest goes over the node's own link.
+  if (all_to_all && t.inter.all_to_all_beta > 0)
+    l.all_to_all_beta = std::max(t.intra.beta, t.inter.all_to_all_beta * shared);
   const double off = all_to_all ? (n - g) / (n - 1) : 1 / g;
   l.cpu = off * t.inter.cpu + (1 - off) * t.intra.cpu;
   return l;
@@ -42,6 +44,9 @@ Link flat_link(const Topology& t, bool all_to_all) {
 // transport's), plus the faster of wire and codec work's share of one piece: the pipeline fills and
 // drains (a piece is encoded before it travels and decoded after; the transport's work per byte runs
 // while its bytes travel, so it adds nothing there).
+// The wire's seconds per byte of an algorithm where every rank sends to every other at once.
+double all_to_all_beta(const Link& l) { return std::max(l.beta, l.all_to_all_beta); }
+
 double pipelined(double wire, double cpu, double pieces, double transport) {
   return std::max(wire, cpu + transport) + std::min(wire, cpu) / std::max(1.0, pieces);
 }
@@ -123,7 +128,7 @@ Cost scatter_reduce_allgather(const CodecCost& k, double M, double n, const Link
   const double pieces = pieces_of(M / n, st);
   c.latency = 2 * (n - 1) * pieces * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M / k.ratio;
-  c.wire = c.bytes_sent * l.beta;
+  c.wire = c.bytes_sent * all_to_all_beta(l);
   // Every rank encodes the n - 1 blocks it contributes; the owner decodes the n - 1 contributions adding
   // them into its sum, adds its own values and re-quantizes its block once; every rank decodes all n
   // owners' results, its own too (so that every rank holds the same values).
@@ -143,7 +148,7 @@ Cost sparse_allgather(const CodecCost& k, double M, double n, const Link& l, dou
   const double payload = M / k.ratio;
   c.latency = (n - 1) * pieces * l.alpha;
   c.bytes_sent = (n - 1) * payload;
-  c.wire = c.bytes_sent * l.beta;
+  c.wire = c.bytes_sent * all_to_all_beta(l);
   // Encode the whole buffer; add all n payloads' values (per payload byte) into the dense result.
   c.encode = (M * k.encode + n * payload * k.decode) * s;
   c.cpu = c.encode + M * gamma * s;  // the dense result written once (and averaged)
@@ -161,7 +166,7 @@ Cost gather_encoded(const CodecCost& k, double M, double n, const Link& l, doubl
   const double pieces = pieces_of(M, st);
   c.latency = (n - 1) * pieces * l.alpha;
   c.bytes_sent = (n - 1) * M / k.ratio;
-  c.wire = c.bytes_sent * l.beta;
+  c.wire = c.bytes_sent * all_to_all_beta(l);
   // The first payload decoded into the result, the other n - 1 added onto it.
   c.encode = (M * k.encode + M * k.decode + (n - 1) * M * decode_adding(k, gamma)) * s;
   c.cpu = c.encode + M * gamma * s;  // the average
@@ -318,6 +323,7 @@ void use_machine(Topology& t, const Machine& m) {
 
 Link with_beta(Link l, double beta) {
   l.beta = beta;
+  l.all_to_all_beta = 0;
   l.sizes.clear();
   l.seconds.clear();
   l.crowded_seconds.clear();
@@ -391,6 +397,7 @@ Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, c
     between.nodes = t.nodes;
     between.per_node = 1;
     between.inter = Link{t.inter.alpha, t.inter.beta * g, t.inter.cpu};  // cpu: between.cores is per shard
+    between.inter.all_to_all_beta = t.inter.all_to_all_beta * g;
     between.intra = between.inter;
     between.cores = t.cores / g;
     between.gamma = t.gamma;

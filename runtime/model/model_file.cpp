@@ -81,6 +81,7 @@ std::string to_toml(const Model& m) {
   toml::table links;
   for (const auto& [name, l] : m.links) {
     toml::table t{{"alpha_s", l.alpha}, {"beta_s_per_byte", l.beta}, {"cpu_s_per_byte", l.cpu}};
+    if (l.all_to_all_beta > 0) t.insert("all_to_all_beta_s_per_byte", l.all_to_all_beta);
     if (!l.sizes.empty()) {
       t.insert("message_bytes", array_of(l.sizes));
       t.insert("one_way_s", array_of(l.seconds));
@@ -147,6 +148,7 @@ Model from_toml(const std::string& text, const std::string& origin) {
       if (!l) throw std::invalid_argument(where + ": expected a table");
       Link link{number(*l, "alpha_s", where), number(*l, "beta_s_per_byte", where),
                 number(*l, "cpu_s_per_byte", where, false, 0)};
+      link.all_to_all_beta = number(*l, "all_to_all_beta_s_per_byte", where, false, 0);
       read_times(*l, where, link);
       m.links[std::string(name.str())] = std::move(link);
     }

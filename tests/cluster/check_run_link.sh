@@ -52,6 +52,9 @@ out="$("$gw" bench --suite P5 --quick --repetitions 1 --link 1gbit --json 2>&1)"
 [ $? -eq 0 ] || fail "bench P5 --quick --link 1gbit: $out"
 echo "$out" | grep '"suite":"P5"' | grep -q '"link":"1gbit"' || fail "P5 did not run behind the links: $out"
 [ "$(echo "$out" | grep -c '"suite":"P5"')" -eq 7 ] || fail "P5 must report every codec: $out"
+# The links' all-to-all rate, measured beside the single transfer (4 ranks all sending at once).
+[ "$(echo "$out" | grep '"suite":"P5"' | grep -c '"all_to_all_mb_per_s":[1-9]')" -eq 7 ] ||
+  fail "P5 must report the links' all-to-all rate with 4 ranks: $out"
 gone "$out" "bench P5"
 
 # Training from the data cache behind the links: each rank holds a third of the training set and draws

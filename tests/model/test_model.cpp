@@ -108,6 +108,45 @@ TEST(ModelFormulas, SparseAllgatherUntilPayloadsOutweighTheDenseRing) {
   EXPECT_NEAR(large.bytes_sent, exchange(kNone, 4e6, flat(128, 0, 1e-8)).bytes_sent, 1e-6);
 }
 
+// Where every rank sends to every other at once, the flows that share a link finish unevenly: the
+// all-to-all algorithms take the link's measured all-to-all rate (never faster than beta), the rings and
+// the shared-index reduction keep beta.
+TEST(ModelFormulas, AllToAllAlgorithmsTakeTheLinksAllToAllRate) {
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 0, 0};
+  const CodecCost topk{"topk", CodecKind::Sparse, 40, 0, 0};
+  const CodecCost fp16{"fp16", CodecKind::Summable, 2, 0, 0};
+  Topology t = flat(8, 0, 1e-8);
+  const Cost int8_p2p = exchange(int8, 8e6, t), topk_p2p = exchange(topk, 4e6, t), fp16_p2p = exchange(fp16, 8e6, t);
+  const Cost none_p2p = exchange(kNone, 8e6, t);
+  t.inter.all_to_all_beta = t.intra.all_to_all_beta = 1.25e-8;
+  EXPECT_NEAR(exchange(int8, 8e6, t).wire, int8_p2p.bytes_sent * 1.25e-8, 1e-12);
+  EXPECT_NEAR(exchange(int8, 8e6, t).wire, 1.25 * int8_p2p.wire, 1e-12);
+  EXPECT_NEAR(exchange(topk, 4e6, t).wire, 1.25 * topk_p2p.wire, 1e-12);
+  EXPECT_NEAR(exchange(fp16, 8e6, t).wire, fp16_p2p.wire, 1e-12);
+  EXPECT_NEAR(exchange(kNone, 8e6, t).wire, none_p2p.wire, 1e-12);
+  // A measured all-to-all faster than one flow (the probe's noise) does not make the link faster.
+  t.inter.all_to_all_beta = t.intra.all_to_all_beta = 0.5e-8;
+  EXPECT_NEAR(exchange(int8, 8e6, t).wire, int8_p2p.wire, 1e-12);
+  // A link given another rate forgets the old one's all-to-all rate.
+  EXPECT_EQ(with_beta(t.inter, 1e-9).all_to_all_beta, 0);
+}
+
+// Nodes of g ranks: the flat all-to-all shares a node's link among its ranks' off-node flows, and the
+// two-level cross phase sends the node's g shards at once, both at the link's all-to-all rate.
+TEST(ModelFormulas, NodesAllToAllTrafficTakesTheUplinksAllToAllRate) {
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 0, 0};
+  Link inter{0, 8e-9};
+  Topology t = nodes_of(4, 2, Link{0, 1e-10, 1e-10}, inter, 1e9);
+  const double M = 1e8;
+  const Cost flat_p2p = exchange(int8, M, t, Algorithm::ScatterReduceAllgather);
+  const Cost two_p2p = exchange(int8, M, t, Algorithm::TwoLevel);
+  t.inter.all_to_all_beta = 1e-8;
+  EXPECT_NEAR(exchange(int8, M, t, Algorithm::ScatterReduceAllgather).wire, 1.25 * flat_p2p.wire, 1e-9);
+  const Cost two = exchange(int8, M, t, Algorithm::TwoLevel);
+  const double intra_wire = 2 * (M / 2) * 1e-10;  // the node's own reduce-scatter and allgather
+  EXPECT_NEAR(two.wire - intra_wire, 1.25 * (two_p2p.wire - intra_wire), 1e-9);
+}
+
 TEST(ModelFormulas, SharedIndicesReduceTheValuesDensely) {
   const CodecCost randomk{"randomk", CodecKind::SharedIndices, 100, 1e-10, 1e-10};
   const Topology t = flat(4, 1e-5, 1e-8);
@@ -412,6 +451,7 @@ Model sample() {
   m.links["shm"].seconds = {3e-6, 4e-6};
   m.links["shm"].crowded_seconds = {5e-5, 5.1e-5};
   m.links["tcp"] = Link{4e-5, 8e-9, 6e-10};
+  m.links["tcp"].all_to_all_beta = 9e-9;
   m.codecs = {kNone,
               {"fp16", CodecKind::Summable, 2, 4e-10, 3e-10},
               {"int8", CodecKind::Quantized, 3.9, 5e-10, 4e-10, 4.5e-10},
@@ -427,6 +467,8 @@ TEST(ModelFile, RoundTripsThroughToml) {
   EXPECT_DOUBLE_EQ(back.machine.gamma, 2e-10);
   EXPECT_DOUBLE_EQ(back.link("tcp").beta, 8e-9);
   EXPECT_DOUBLE_EQ(back.link("tcp").cpu, 6e-10);
+  EXPECT_DOUBLE_EQ(back.link("tcp").all_to_all_beta, 9e-9);
+  EXPECT_DOUBLE_EQ(back.link("shm").all_to_all_beta, 0);  // not measured: absent from the file
   EXPECT_DOUBLE_EQ(back.link("shm").cpu, 0);
   EXPECT_DOUBLE_EQ(back.machine.call, 1.5e-6);
   EXPECT_EQ(back.machine.sum_sizes, (std::vector<double>{1 << 20}));

@@ -3,10 +3,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -178,6 +180,105 @@ TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes, uint32_t sender) {
   return probe;
 }
 
+namespace {
+
+// This rank's address as the others reach it: the local end of a route to the root address.
+uint32_t own_address() {
+  Fd s{socket(AF_INET, SOCK_DGRAM, 0)};
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(9);
+  if (inet_pton(AF_INET, env_or("GW_ROOT_ADDR", "127.0.0.1").c_str(), &to.sin_addr) != 1 ||
+      connect(s.fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0)
+    throw std::runtime_error("all-to-all probe: no route to GW_ROOT_ADDR");
+  sockaddr_in mine{};
+  socklen_t len = sizeof mine;
+  if (getsockname(s.fd, reinterpret_cast<sockaddr*>(&mine), &len) != 0)
+    throw std::runtime_error("all-to-all probe: getsockname failed");
+  return mine.sin_addr.s_addr;
+}
+
+// One round: `each` bytes written to every socket of `out` and read from every socket of `in`, all at
+// once from this thread (non-blocking sockets and poll, as a rank's progress loop drives its transfers).
+void exchange_all(const std::vector<Fd>& out, const std::vector<Fd>& in, uint64_t each) {
+  std::vector<char> wbuf(1 << 20, 'x'), rbuf(1 << 20);
+  std::vector<uint64_t> sent(out.size()), got(in.size());
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.clear();
+    for (size_t i = 0; i < out.size(); ++i)
+      if (sent[i] < each) fds.push_back({out[i].fd, POLLOUT, 0});
+    for (size_t i = 0; i < in.size(); ++i)
+      if (got[i] < each) fds.push_back({in[i].fd, POLLIN, 0});
+    if (fds.empty()) return;
+    if (poll(fds.data(), nfds_t(fds.size()), 60000) <= 0) throw std::runtime_error("all-to-all probe: no progress in 60 s");
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (sent[i] >= each) continue;
+      const ssize_t n = send(out[i].fd, wbuf.data(), std::min<uint64_t>(wbuf.size(), each - sent[i]),
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) sent[i] += uint64_t(n);
+      else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) throw std::runtime_error("all-to-all probe: a send failed");
+    }
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (got[i] >= each) continue;
+      const ssize_t n = recv(in[i].fd, rbuf.data(), std::min<uint64_t>(rbuf.size(), each - got[i]), MSG_DONTWAIT);
+      if (n > 0) got[i] += uint64_t(n);
+      else if (n == 0) throw std::runtime_error("all-to-all probe: a peer went away");
+      else if (errno != EAGAIN && errno != EWOULDBLOCK) throw std::runtime_error("all-to-all probe: a receive failed");
+    }
+  }
+}
+
+}  // namespace
+
+double measure_all_to_all(gw_comm* comm, uint64_t bytes, uint32_t per_node) {
+  const uint32_t rank = gw_comm_rank(comm), size = gw_comm_size(comm);
+  const uint32_t g = per_node >= 1 && size % per_node == 0 ? per_node : 1, nodes = size / g;
+  if (nodes < 2 || g * (nodes - 1) < 2) return 0;  // one flow per link: measure_tcp_link's transfer
+  if (bytes == 0) {
+    const std::string rate = env_or("GW_LINK_RATE", "");
+    const double bps = rate.empty() ? 1e9 : gw::model::parse_rate(rate);
+    bytes = uint64_t(std::clamp(bps * 0.5, 4e6, 256e6));
+  }
+  const uint64_t each = bytes / (g * (nodes - 1));  // a node sends `bytes` in all
+  // Every rank listens on a port of its own and tells the others where (address, port).
+  Fd listener{listen_on(INADDR_ANY, 0, int(size))};
+  sockaddr_in bound{};
+  socklen_t len = sizeof bound;
+  if (getsockname(listener.fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0)
+    throw std::runtime_error("all-to-all probe: getsockname failed");
+  std::vector<uint32_t> where(2 * size);
+  uint32_t mine[2] = {own_address(), uint32_t(ntohs(bound.sin_port))};
+  gw_tensor in_t = bytes_tensor(mine, sizeof mine);
+  gw_tensor out_t = bytes_tensor(where.data(), where.size() * sizeof(uint32_t));
+  check_bench(gw_allgather(comm, &in_t, &out_t), "all-to-all probe: allgather of the addresses");
+  // The peers: the ranks of the other nodes with this rank's place in its node (every rank when g is 1),
+  // connected to in a different order on every node, so that no one peer takes every first connection.
+  std::vector<Fd> out(nodes - 1), in(nodes - 1);
+  for (uint32_t k = 1; k < nodes; ++k) {
+    const uint32_t to = ((rank / g + k) % nodes) * g + rank % g;
+    char address[INET_ADDRSTRLEN];
+    const in_addr a{where[2 * to]};
+    inet_ntop(AF_INET, &a, address, sizeof address);
+    out[k - 1].fd = connect_to(address, int(where[2 * to + 1]));
+    put_byte(out[k - 1].fd, 'd');
+  }
+  for (uint32_t k = 1; k < nodes; ++k) {
+    in[k - 1].fd = accept(listener.fd, nullptr, nullptr);
+    if (in[k - 1].fd < 0 || get_byte(in[k - 1].fd) != 'd') throw std::runtime_error("all-to-all probe: accept failed");
+  }
+  std::vector<double> rates;
+  for (int round = 0; round < kProbeRounds; ++round) {
+    check_bench(gw_barrier(comm), "all-to-all probe: barrier");
+    const auto t0 = Clock::now();
+    exchange_all(out, in, each);
+    const double s = slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count());
+    rates.push_back(double(each * g * (nodes - 1)) / s);
+  }
+  check_bench(gw_barrier(comm), "all-to-all probe: barrier");  // no rank closes while another still reads
+  return summarize(rates).median;
+}
+
 TcpProbe measure_loopback_tcp(uint64_t bytes) {
   Fd listener{listen_on(INADDR_LOOPBACK, 0, 1)};
   sockaddr_in bound{};
@@ -294,13 +395,14 @@ gw::model::CodecCost as_compressed(gw::model::CodecCost c) {
 
 gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string& codec, gw::model::CodecKind kind,
                                double size_ratio, double bytes, int ranks, double bytes_per_s, double cores,
-                               double cpu_s_per_byte) {
+                               double cpu_s_per_byte, double all_to_all_bytes_per_s) {
   gw::model::CodecCost c{codec, kind, size_ratio, 0, 0};
   gw::model::Topology t;
   t.nodes = uint64_t(std::max(1, ranks));
   t.per_node = 1;
   t.cores = std::max(1e-3, cores / double(std::max(1, ranks)));  // every rank's link its own, the cores shared
   t.intra.beta = t.inter.beta = bytes_per_s > 0 ? 1 / bytes_per_s : 0;
+  t.intra.all_to_all_beta = t.inter.all_to_all_beta = all_to_all_bytes_per_s > 0 ? 1 / all_to_all_bytes_per_s : 0;
   if (model) {
     t.cores = std::max(1e-3, model->machine.cores / double(std::max(1, ranks)));
     if (const gw::model::CodecCost* k = model->codec(codec)) c = as_compressed(*k);
@@ -314,7 +416,8 @@ gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string&
 
 std::optional<gw::model::Cost> node_allreduce_cost(const gw::model::Model& model, const std::string& codec,
                                                    double bytes, int nodes, int per_node, double bytes_per_s,
-                                                   double cpu_s_per_byte, bool two_level) {
+                                                   double cpu_s_per_byte, bool two_level,
+                                                   double all_to_all_bytes_per_s) {
   const gw::model::CodecCost* c = model.codec(codec);
   if (c == nullptr) return std::nullopt;
   gw::model::Topology t;
@@ -326,6 +429,7 @@ std::optional<gw::model::Cost> node_allreduce_cost(const gw::model::Model& model
   t.intra = model.link(model.links.count("shm") ? "shm" : model.intra);
   t.inter.beta = bytes_per_s > 0 ? 1 / bytes_per_s : 0;
   t.inter.cpu = cpu_s_per_byte;
+  t.inter.all_to_all_beta = all_to_all_bytes_per_s > 0 ? 1 / all_to_all_bytes_per_s : 0;
   if (model.links.count("tcp")) t.inter.alpha = model.links.at("tcp").alpha;
   // The two-level allreduce sends every codec's payloads through its own cross phase (the model's
   // two-level formula prices none's copies there).

@@ -26,6 +26,16 @@ struct TcpProbe {
 // second of transfer) when bytes is 0.
 TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes = 0, uint32_t sender = 1);
 
+// Inside a run: the links' rate when every node sends to every other at once over plain TCP, as the
+// all-to-all algorithms (scatter-reduce, sparse allgather, the two-level cross phase) send. Nodes are
+// `per_node` consecutive ranks; every rank sends to the ranks of the other nodes that have its place in
+// their node (with 1 rank per node: to every rank), one connection each, a node `bytes` in all, all ranks
+// at once. Returns the bytes a node sent per second of the slowest rank's time (the median of three
+// rounds), on every rank: flows that share a link finish unevenly, and a round ends with its last one.
+// 0 where a link would carry one flow (2 nodes of one rank: measure_tcp_link's transfer). Sized like
+// measure_tcp_link when bytes is 0.
+double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node = 1);
+
 // The same between two threads of this process over loopback (gradwire calibrate's tcp link).
 TcpProbe measure_loopback_tcp(uint64_t bytes);
 
@@ -45,17 +55,19 @@ std::optional<gw::model::Model> load_model_option(const std::string& path, const
 // The algorithm gradwire runs for a codec of this kind and size ratio on n ranks (one per link): its
 // bytes sent per rank, and with a model (codec costs, gamma, alpha of its "tcp" link) its predicted time
 // at `bytes_per_s` with the link's `cpu_s_per_byte` (both measured in the same run) and the ranks
-// sharing `cores` cores.
+// sharing `cores` cores; the all-to-all algorithms' wire at `all_to_all_bytes_per_s` where it is given
+// (measure_all_to_all).
 gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string& codec, gw::model::CodecKind kind,
                                double size_ratio, double bytes, int ranks, double bytes_per_s, double cores,
-                               double cpu_s_per_byte = 0);
+                               double cpu_s_per_byte = 0, double all_to_all_bytes_per_s = 0);
 
 // The same for nodes of `per_node` ranks behind one link each (P7): the model's "shm" link (else its
 // intra link) inside a node, the measured rate and CPU per byte with the model's TCP alpha between
-// nodes, the machine's cores shared by all nodes; the flat algorithm, or the two-level one. Nullopt when
-// the model has no figures for `codec`.
+// nodes, the machine's cores shared by all nodes (the all-to-all traffic at `all_to_all_bytes_per_s` where
+// it is given); the flat algorithm, or the two-level one. Nullopt when the model has no figures for `codec`.
 std::optional<gw::model::Cost> node_allreduce_cost(const gw::model::Model& model, const std::string& codec,
                                                    double bytes, int nodes, int per_node, double bytes_per_s,
-                                                   double cpu_s_per_byte, bool two_level);
+                                                   double cpu_s_per_byte, bool two_level,
+                                                   double all_to_all_bytes_per_s = 0);
 
 }  // namespace gwcli::bench

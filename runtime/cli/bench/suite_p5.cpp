@@ -13,7 +13,9 @@
 // ratio = best peer's median / ours median (targets at 1 Gbit/s: int8 >= 3.5, onebit >= 20, topk 1 % >= 25;
 // set when the peer was MPI alone). ideal: the bytes each rank must send with the codec's algorithm at the
 // rate one plain TCP transfer between two ranks reached in the same run; of_ideal = ideal / ours. With
-// --model, predicted_ms and error: the cost model's prediction at that measured rate (docs/cost-model.md).
+// --model, predicted_ms and error: the cost model's prediction at that measured rate, the all-to-all
+// algorithms' wire at the rate every rank reached sending to all the others at once, also measured in the
+// same run (all_to_all_mb_per_s; docs/cost-model.md).
 // extra: the link actually used ("loopback" without root), spreads, the codec's size ratio
 // (f32 bytes / encoded bytes of the whole gradient), and for the none codec gradwire's own uncompressed
 // allreduce over the same links (P4's comparison, on slow links).
@@ -70,6 +72,7 @@ void run_worker(const Options& o, const std::string& out_path) {
     const TcpProbe link = measure_tcp_link(comm);
     r["link_bytes_per_s"] = link.bytes_per_s;
     r["link_cpu_s_per_byte"] = link.cpu_s_per_byte;
+    r["all_to_all_bytes_per_s"] = measure_all_to_all(comm);
     for (const char* name : kCodecs) {
       gw_codec* codec = nullptr;
       check_bench(gw_codec_create(rt, name, &codec), std::string("P5: gw_codec_create ") + name);
@@ -178,6 +181,7 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
     const Stats peer = gloo_best ? gloo_s : mpi_s;
     const double link_rate = ours.value("link_bytes_per_s", 0.0);
     const double link_cpu = ours.value("link_cpu_s_per_byte", 0.0);
+    const double all_to_all_rate = ours.value("all_to_all_bytes_per_s", 0.0);
     const uint64_t bytes = element_count(options) * 4;
     const uint64_t mb = bytes / 1'000'000;
     const double cores = std::max(1u, std::thread::hardware_concurrency());
@@ -204,6 +208,7 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
                    {"size_ratio", size_ratio},
                    {"link_mb_per_s", link_rate / 1e6},
                    {"link_cpu_ns_per_byte", link_cpu * 1e9},
+                   {"all_to_all_mb_per_s", all_to_all_rate / 1e6},
                    {"repetitions", options.repetitions}};
       if (gloo) res.extra["gloo_ms"] = gloo_s.median * 1e3, res.extra["ratio_vs_gloo"] = s.median > 0 ? gloo_s.median / s.median : 0;
       if (link_rate > 0) {
@@ -212,7 +217,8 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
         res.extra["ideal_ms"] = ideal * 1e3;
         res.extra["of_ideal"] = s.median > 0 ? ideal / s.median : 0;
         if (model) {
-          const gw::model::Cost p = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, link_rate, cores, link_cpu);
+          const gw::model::Cost p = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, link_rate, cores, link_cpu,
+                                                     all_to_all_rate);
           res.extra["predicted_ms"] = p.total * 1e3;
           res.extra["error"] = s.median > 0 ? (p.total - s.median) / s.median : 0;
         }

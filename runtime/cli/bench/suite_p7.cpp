@@ -64,6 +64,7 @@ void run_worker(const Options& o, const std::string& out_path, const std::string
       const TcpProbe probe = measure_tcp_link(comm, 0, kPerNode);
       r["link_bytes_per_s"] = probe.bytes_per_s;
       r["link_cpu_s_per_byte"] = probe.cpu_s_per_byte;
+      r["all_to_all_bytes_per_s"] = measure_all_to_all(comm, 0, kPerNode);  // the node links' rate, every node sending
     }
     for (const auto& name : codecs_of(mode)) {
       gw_codec* codec = nullptr;
@@ -198,12 +199,14 @@ void run_p7_inner(const Options& options, const Emit& emit) {
       if (!model || !run.contains("link_bytes_per_s")) return;
       const auto p = node_allreduce_cost(*model, codec, 4.0 * double(element_count(options)), nodes, kPerNode,
                                          run.at("link_bytes_per_s").get<double>(),
-                                         run.at("link_cpu_s_per_byte").get<double>(), two_level);
+                                         run.at("link_cpu_s_per_byte").get<double>(), two_level,
+                                         run.value("all_to_all_bytes_per_s", 0.0));
       if (!p) return;
       extra["predicted_ms"] = p->total * 1e3;
       extra["error"] = measured.median > 0 ? (p->total - measured.median) / measured.median : 0;
       extra["link_bytes_per_s"] = run.at("link_bytes_per_s");
       extra["link_cpu_ns_per_byte"] = run.at("link_cpu_s_per_byte").get<double>() * 1e9;
+      extra["all_to_all_mb_per_s"] = run.value("all_to_all_bytes_per_s", 0.0) / 1e6;
     };
     // Flat rows against MPI; two-level rows against flat int8 (the 1.5 x target) with the line-rate share.
     for (const char* codec : {"none", "int8"}) {
