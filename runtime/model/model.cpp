@@ -31,22 +31,22 @@ Link flat_link(const Topology& t, bool all_to_all) {
   l.alpha = std::max(t.intra.alpha, t.inter.alpha);
   const double shared = all_to_all ? g * (n - g) / (n - 1) : 1.0;
   l.beta = std::max(t.intra.beta, t.inter.beta * shared);
-  // The cores' work is the bytes' on each link: of a rank's bytes, a ring sends 1 / g off the node (one
-  // edge of the node's g), an all-to-all (n - g) / (n - 1); the rest goes over the node's own link.
   if (all_to_all && t.inter.all_to_all_beta > 0)
     l.all_to_all_beta = std::max(t.intra.beta, t.inter.all_to_all_beta * shared);
+  // The cores' work is the bytes' on each link: of a rank's bytes, a ring sends 1 / g off the node (one
+  // edge of the node's g), an all-to-all (n - g) / (n - 1); the rest goes over the node's own link.
   const double off = all_to_all ? (n - g) / (n - 1) : 1 / g;
   l.cpu = off * t.inter.cpu + (1 - off) * t.intra.cpu;
   return l;
 }
 
+// The wire's seconds per byte of an algorithm where every rank sends to every other at once.
+double all_to_all_beta(const Link& l) { return std::max(l.beta, l.all_to_all_beta); }
+
 // Pipelined stages: the slower of the wire and the cores' work (the codec's, the reduction's and the
 // transport's), plus the faster of wire and codec work's share of one piece: the pipeline fills and
 // drains (a piece is encoded before it travels and decoded after; the transport's work per byte runs
 // while its bytes travel, so it adds nothing there).
-// The wire's seconds per byte of an algorithm where every rank sends to every other at once.
-double all_to_all_beta(const Link& l) { return std::max(l.beta, l.all_to_all_beta); }
-
 double pipelined(double wire, double cpu, double pieces, double transport) {
   return std::max(wire, cpu + transport) + std::min(wire, cpu) / std::max(1.0, pieces);
 }

@@ -21,7 +21,7 @@ struct Link {
   double alpha = 0;  // seconds per message (latency and per-message overhead)
   double beta = 0;   // seconds per byte (1 / bandwidth)
   double cpu = 0;    // core-seconds per byte sent (0: not measured, the wire alone paces the link)
-  // Optional: seconds per byte a rank sends when every rank sends to every other at once (the
+  // Optional: seconds per byte the link carries when every rank sends to every other at once (the
   // all-to-all algorithms' traffic: flows that share a link finish unevenly); 0: beta.
   double all_to_all_beta = 0;
   // Optional, measured times of an exchange of `sizes` bytes (ascending; both ranks send one message and

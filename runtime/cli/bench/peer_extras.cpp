@@ -126,17 +126,29 @@ void timed_send(int data, uint64_t bytes) {
 
 constexpr int kProbeRounds = 3;  // transfers per link probe, the median of each figure reported
 
+// A probe's bytes: about half a second of the link's rate (GW_LINK_RATE; 1 Gbit/s without one), 4 to 256 MB.
+uint64_t probe_bytes() {
+  const std::string rate = env_or("GW_LINK_RATE", "");
+  const double bps = rate.empty() ? 1e9 : gw::model::parse_rate(rate);
+  return uint64_t(std::clamp(bps * 0.5, 4e6, 256e6));
+}
+
+// The port a listening socket bound to port 0 was given.
+int port_of(int listener) {
+  sockaddr_in bound{};
+  socklen_t len = sizeof bound;
+  if (getsockname(listener, reinterpret_cast<sockaddr*>(&bound), &len) != 0)
+    throw std::runtime_error("link probe: getsockname failed");
+  return ntohs(bound.sin_port);
+}
+
 }  // namespace
 
 TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes, uint32_t sender) {
   const uint32_t rank = gw_comm_rank(comm), size = gw_comm_size(comm);
   if (size < 2) return {};
   if (sender == 0 || sender >= size) sender = 1;
-  if (bytes == 0) {
-    const std::string rate = env_or("GW_LINK_RATE", "");
-    const double bps = rate.empty() ? 1e9 : gw::model::parse_rate(rate);
-    bytes = uint64_t(std::clamp(bps * 0.5, 4e6, 256e6));
-  }
+  if (bytes == 0) bytes = probe_bytes();
   const int port = std::atoi(env_or("GW_ROOT_PORT", "29500").c_str()) + 2;
   Fd listener;
   if (rank == 0) listener.fd = listen_on(INADDR_ANY, port, int(size));
@@ -235,20 +247,12 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes, uint32_t per_node) {
   const uint32_t rank = gw_comm_rank(comm), size = gw_comm_size(comm);
   const uint32_t g = per_node >= 1 && size % per_node == 0 ? per_node : 1, nodes = size / g;
   if (nodes < 2 || g * (nodes - 1) < 2) return 0;  // one flow per link: measure_tcp_link's transfer
-  if (bytes == 0) {
-    const std::string rate = env_or("GW_LINK_RATE", "");
-    const double bps = rate.empty() ? 1e9 : gw::model::parse_rate(rate);
-    bytes = uint64_t(std::clamp(bps * 0.5, 4e6, 256e6));
-  }
+  if (bytes == 0) bytes = probe_bytes();
   const uint64_t each = bytes / (g * (nodes - 1));  // a node sends `bytes` in all
   // Every rank listens on a port of its own and tells the others where (address, port).
   Fd listener{listen_on(INADDR_ANY, 0, int(size))};
-  sockaddr_in bound{};
-  socklen_t len = sizeof bound;
-  if (getsockname(listener.fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0)
-    throw std::runtime_error("all-to-all probe: getsockname failed");
   std::vector<uint32_t> where(2 * size);
-  uint32_t mine[2] = {own_address(), uint32_t(ntohs(bound.sin_port))};
+  uint32_t mine[2] = {own_address(), uint32_t(port_of(listener.fd))};
   gw_tensor in_t = bytes_tensor(mine, sizeof mine);
   gw_tensor out_t = bytes_tensor(where.data(), where.size() * sizeof(uint32_t));
   check_bench(gw_allgather(comm, &in_t, &out_t), "all-to-all probe: allgather of the addresses");
@@ -281,11 +285,7 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes, uint32_t per_node) {
 
 TcpProbe measure_loopback_tcp(uint64_t bytes) {
   Fd listener{listen_on(INADDR_LOOPBACK, 0, 1)};
-  sockaddr_in bound{};
-  socklen_t len = sizeof bound;
-  if (getsockname(listener.fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0)
-    throw std::runtime_error("link probe: getsockname failed");
-  Fd out{connect_to("127.0.0.1", ntohs(bound.sin_port))};
+  Fd out{connect_to("127.0.0.1", port_of(listener.fd))};
   Fd in{accept(listener.fd, nullptr, nullptr)};
   if (in.fd < 0) throw std::runtime_error("link probe: accept failed");
   std::string failed;

@@ -197,16 +197,16 @@ void run_p7_inner(const Options& options, const Emit& emit) {
     const auto predict = [&](const json& run, const std::string& codec, const Stats& measured, bool two_level,
                              json& extra) {
       if (!model || !run.contains("link_bytes_per_s")) return;
+      const double all_to_all_rate = run.value("all_to_all_bytes_per_s", 0.0);
       const auto p = node_allreduce_cost(*model, codec, 4.0 * double(element_count(options)), nodes, kPerNode,
                                          run.at("link_bytes_per_s").get<double>(),
-                                         run.at("link_cpu_s_per_byte").get<double>(), two_level,
-                                         run.value("all_to_all_bytes_per_s", 0.0));
+                                         run.at("link_cpu_s_per_byte").get<double>(), two_level, all_to_all_rate);
       if (!p) return;
       extra["predicted_ms"] = p->total * 1e3;
       extra["error"] = measured.median > 0 ? (p->total - measured.median) / measured.median : 0;
       extra["link_bytes_per_s"] = run.at("link_bytes_per_s");
       extra["link_cpu_ns_per_byte"] = run.at("link_cpu_s_per_byte").get<double>() * 1e9;
-      extra["all_to_all_mb_per_s"] = run.value("all_to_all_bytes_per_s", 0.0) / 1e6;
+      extra["all_to_all_mb_per_s"] = all_to_all_rate / 1e6;
     };
     // Flat rows against MPI; two-level rows against flat int8 (the 1.5 x target) with the line-rate share.
     for (const char* codec : {"none", "int8"}) {
