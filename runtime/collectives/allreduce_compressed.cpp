@@ -118,14 +118,15 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
   if (a.count > 0) {
     const CompressedAlgorithm algorithm = choose_compressed(*a.codec, a.count, c.size(), chunk);
     const float* in = a.in != nullptr ? a.in : a.buf;
-    const bool reads_input = algorithm == CompressedAlgorithm::ScatterReduceAllgather ||
+    const bool reads_input = algorithm == CompressedAlgorithm::SummableRing ||
+                             algorithm == CompressedAlgorithm::ScatterReduceAllgather ||
                              algorithm == CompressedAlgorithm::SparseAllgather ||
                              algorithm == CompressedAlgorithm::SharedIndices;
     if (in != a.buf && !reads_input) ops.memory().copy(a.buf, in, a.count);
     switch (algorithm) {
       case CompressedAlgorithm::Local: co_await allreduce_local(ops, a.buf, a.count, a.op, chunk); break;
       case CompressedAlgorithm::SummableRing:
-        co_await allreduce_summable_ring(c, ops, a.buf, a.count, a.op, chunk);
+        co_await allreduce_summable_ring(c, ops, in, a.buf, a.count, a.op, chunk);
         break;
       case CompressedAlgorithm::ScatterReduceAllgather:
         co_await allreduce_scatter_reduce_allgather(c, ops, in, a.buf, a.count, a.op, chunk);

@@ -11,8 +11,12 @@ namespace gw::coll {
 // block this rank owns is complete, the owner encodes it once; those bytes go round the ring unchanged
 // and every rank, the owner too, decodes them: all ranks end bit-identical. Message numbers: reduce-
 // scatter step s, piece p is s * P + p; allgather step s is (n - 1 + s) * P + p.
-Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
-                             uint64_t chunk_elements) {
+// Out of place (in != buf) the input is read where it is: the first step encodes its block from `in`,
+// and a piece of the other blocks is copied to buf just before the first contribution is added onto it,
+// while it is in the caches. A copy of the whole input up front cost a pass over memory, and the block
+// the first step sends (the allgather overwrites it) needs none.
+Task allreduce_summable_ring(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count,
+                             gw_reduce_op op, uint64_t chunk_elements) {
   const uint32_t n = c.size(), r = c.rank();
   const uint32_t right = (r + 1) % n, left = (r + n - 1) % n;
   const Blocks blocks = even_blocks(count, n, 4);
@@ -33,7 +37,7 @@ Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t 
     const uint32_t b = send_block(s);
     const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
     PayloadBuffer& out = rs_out[index(s, p)];
-    out.size = ops.encode(off, buf + off, cnt, out.data, out.capacity);
+    out.size = ops.encode(off, (s == 0 ? in : buf) + off, cnt, out.data, out.capacity);
     pipe.send(right, index(s, p), out);
   };
   const auto finalize = [&](uint64_t p) {
@@ -53,8 +57,9 @@ Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t 
       if (pieces[b].count[p] == 0) continue;
       pipe.receive(left, index(s, p), rs_in[index(s, p)], [&, s, b, p] {
         const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
-        const PayloadBuffer& in = rs_in[index(s, p)];
-        ops.decode(off, in.data, in.size, buf + off, cnt, true);
+        const PayloadBuffer& from = rs_in[index(s, p)];
+        if (in != buf) ops.memory().copy(buf + off, in + off, cnt);
+        ops.decode(off, from.data, from.size, buf + off, cnt, true);
         if (s + 2 < n) {
           pipe.then([&, s, p] { encode_step(s + 1, p); });
         } else {
@@ -69,9 +74,9 @@ Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t 
       if (pieces[b].count[p] == 0) continue;
       pipe.receive(left, index(n - 1 + s, p), ag_in[index(s, p)], [&, s, b, p] {
         const uint64_t off = pieces[b].offset[p], cnt = pieces[b].count[p];
-        const PayloadBuffer& in = ag_in[index(s, p)];
-        if (s + 2 < n) pipe.send(right, index(n + s, p), in);
-        ops.decode(off, in.data, in.size, buf + off, cnt, false);
+        const PayloadBuffer& from = ag_in[index(s, p)];
+        if (s + 2 < n) pipe.send(right, index(n + s, p), from);
+        ops.decode(off, from.data, from.size, buf + off, cnt, false);
       });
     }
   }

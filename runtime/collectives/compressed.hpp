@@ -101,8 +101,9 @@ struct CompressedArgs {
 // The algorithm every rank will run for this codec, count and world size (a pure function of them).
 CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements);
 
-// The whole compressed allreduce of args.in (or args.buf) into args.buf. Scatter-reduce-allgather and
-// the sparse allgather read the input where it is; the other algorithms work in place on a copy.
+// The whole compressed allreduce of args.in (or args.buf) into args.buf. The summable ring, scatter-
+// reduce-allgather, the sparse allgather and the shared-index path read the input where it is; the
+// other algorithms work in place on a copy.
 Task allreduce_compressed(Collective& c, CompressedArgs args);
 
 // The dense allreduce gw_allreduce runs: the ring from ring_threshold_bytes on (and at least one element
@@ -157,8 +158,8 @@ uint64_t piece_count(uint64_t count, uint64_t chunk_elements, uint64_t messages_
 
 // The algorithms (one file each), over a CodecOps that lives as long as they run.
 Task allreduce_local(CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op, uint64_t chunk_elements);
-Task allreduce_summable_ring(Collective& c, CodecOps& ops, float* buf, uint64_t count, gw_reduce_op op,
-                             uint64_t chunk_elements);
+Task allreduce_summable_ring(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count,
+                             gw_reduce_op op, uint64_t chunk_elements);
 Task allreduce_scatter_reduce_allgather(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count, gw_reduce_op op,
                                         uint64_t chunk_elements);
 Task allreduce_sparse_allgather(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count, gw_reduce_op op,

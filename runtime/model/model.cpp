@@ -112,9 +112,10 @@ Cost summable(const CodecCost& k, double M, double n, const Link& l, double gamm
   c.latency = 2 * (n - 1) * pieces * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M / k.ratio;
   c.wire = c.bytes_sent * l.beta;
-  // Reduce-scatter: per hop, decode a block adding it onto this rank's values and re-encode it;
+  // Reduce-scatter: per hop, decode a block adding it onto this rank's values and re-encode it; the
+  // owner encodes its block once and decodes that encoding too (every rank holds the same values);
   // allgather: decode every arriving block.
-  c.encode = (M / n * k.encode + (n - 1) / n * M * (k.encode + decode_adding(k, gamma) + k.decode)) * s;
+  c.encode = (M / n * (k.encode + k.decode) + (n - 1) / n * M * (k.encode + decode_adding(k, gamma) + k.decode)) * s;
   c.cpu = c.encode;
   c.transport = c.bytes_sent * l.cpu * s;
   c.total = c.latency + pipelined(c.wire, c.cpu, pieces, c.transport);

@@ -60,8 +60,9 @@ TEST(ModelFormulas, SummableRingSendsTheRingsBytesOverTheRatio) {
   const Cost c = exchange(fp16, 4e6, t);
   EXPECT_EQ(c.algorithm, Algorithm::Summable);
   EXPECT_NEAR(c.bytes_sent, exchange(kNone, 4e6, t).bytes_sent / 2, 1e-6);
-  // encode: M/n + (n-1)/n M (e + 2d) = 1e6 * 1e-10 + 3e6 * 3e-10
-  EXPECT_NEAR(c.encode, 1e-4 + 9e-4, 1e-12);
+  // encode: M/n (e + d) + (n-1)/n M (e + 2d) = 1e6 * 2e-10 + 3e6 * 3e-10 (the owner decodes its own
+  // final encoding, as every rank does)
+  EXPECT_NEAR(c.encode, 2e-4 + 9e-4, 1e-12);
   // pipelined: the slower stage plus the faster one over the pieces of a block (1 MB: one piece)
   EXPECT_NEAR(c.total, std::max(c.wire, c.cpu) + std::min(c.wire, c.cpu), 1e-12);
 }
@@ -92,8 +93,8 @@ TEST(ModelFormulas, ContributionsAreSummedAsTheyAreDecoded) {
   CodecCost fp16{"fp16", CodecKind::Summable, 2, 1e-10, 1e-10};
   fp16.decode_accumulate = 1.5e-10;
   c = exchange(fp16, 4e6, t);
-  // M/n e + (n-1)/n M (e + decode adding + d), and no separate sum
-  EXPECT_NEAR(c.encode, 1e-4 + 3e6 * 3.5e-10, 1e-12);
+  // M/n (e + d) + (n-1)/n M (e + decode adding + d), and no separate sum
+  EXPECT_NEAR(c.encode, 2e-4 + 3e6 * 3.5e-10, 1e-12);
   EXPECT_NEAR(c.cpu, c.encode, 1e-12);
 }
 
