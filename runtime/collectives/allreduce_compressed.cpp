@@ -118,11 +118,10 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
   if (a.count > 0) {
     const CompressedAlgorithm algorithm = choose_compressed(*a.codec, a.count, c.size(), chunk);
     const float* in = a.in != nullptr ? a.in : a.buf;
-    const bool reads_input = algorithm == CompressedAlgorithm::SummableRing ||
-                             algorithm == CompressedAlgorithm::ScatterReduceAllgather ||
-                             algorithm == CompressedAlgorithm::SparseAllgather ||
-                             algorithm == CompressedAlgorithm::SharedIndices;
-    if (in != a.buf && !reads_input) ops.memory().copy(a.buf, in, a.count);
+    // Every algorithm but these two reads the input where it is.
+    const bool works_on_a_copy =
+        algorithm == CompressedAlgorithm::Local || algorithm == CompressedAlgorithm::SparseDense;
+    if (in != a.buf && works_on_a_copy) ops.memory().copy(a.buf, in, a.count);
     switch (algorithm) {
       case CompressedAlgorithm::Local: co_await allreduce_local(ops, a.buf, a.count, a.op, chunk); break;
       case CompressedAlgorithm::SummableRing:

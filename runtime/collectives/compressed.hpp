@@ -101,9 +101,8 @@ struct CompressedArgs {
 // The algorithm every rank will run for this codec, count and world size (a pure function of them).
 CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements);
 
-// The whole compressed allreduce of args.in (or args.buf) into args.buf. The summable ring, scatter-
-// reduce-allgather, the sparse allgather and the shared-index path read the input where it is; the
-// other algorithms work in place on a copy.
+// The whole compressed allreduce of args.in (or args.buf) into args.buf. One rank and the sparse codecs'
+// dense fallback work in place on a copy; every other algorithm reads the input where it is.
 Task allreduce_compressed(Collective& c, CompressedArgs args);
 
 // The dense allreduce gw_allreduce runs: the ring from ring_threshold_bytes on (and at least one element
