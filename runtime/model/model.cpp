@@ -51,6 +51,8 @@ double pipelined(double wire, double cpu, double pieces, double transport) {
   return std::max(wire, cpu + transport) + std::min(wire, cpu) / std::max(1.0, pieces);
 }
 
+double hand_over_at(const Link& l, double bytes, double beta);
+
 Cost ring(double M, double n, const Link& link, double gamma, double s) {
   Cost c;
   c.algorithm = Algorithm::Ring;
@@ -65,6 +67,9 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
   if (swept.beta > l.beta) {
     l.beta = swept.beta;
     l.cpu = swept.cpu;
+    // Ranks sharing cores: the crowded step beyond the step stretched at this slower beta is the hand-over
+    // (the crowded table's steps of 4 MiB blocks run out of the caches too, and the swept beta has that).
+    if (s > 1) l.alpha = link.alpha + (s - 1) * hand_over_at(link, M / n, l.beta);
   }
   c.latency = 2 * (n - 1) * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M;
@@ -341,6 +346,14 @@ double hand_over(const Link& l, double bytes) {
   for (size_t i = 0; i < extra.size(); ++i)
     extra[i] = std::max(0.0, l.crowded_seconds[i] - (2 * l.seconds[i] - l.alpha));
   return interpolate(l.sizes, extra, bytes);
+}
+
+// The hand-over at `bytes` when a step's copies run at `beta` rather than at the table's own time for
+// `bytes`: the crowded step beyond alpha + 2 bytes beta, never more than hand_over (0 without the tables).
+double hand_over_at(const Link& l, double bytes, double beta) {
+  if (l.crowded_seconds.size() != l.sizes.size() || l.sizes.empty()) return 0;
+  const double stretched = l.alpha + 2 * bytes * beta;
+  return std::min(hand_over(l, bytes), std::max(0.0, interpolate(l.sizes, l.crowded_seconds, bytes) - stretched));
 }
 
 }  // namespace

@@ -352,10 +352,24 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   t.intra = t.inter = rndv;
   EXPECT_NEAR(exchange(kNone, 64 << 10, t).total, 2e-6 + (64 << 10) * 4e-10, 1e-12);
   // 4 ranks on 2 cores, 32 KiB: alpha and its hand-over are the 8 KiB blocks' (interpolated between 8 B
-  // and 1 MiB), the copies the 32 KiB buffer's.
+  // and 1 MiB), the copies the 32 KiB buffer's; the hand-over is what the crowded step takes beyond the
+  // 8 KiB step stretched at that (slightly slower) beta.
   const Cost small = exchange(kNone, 32 << 10, nodes_of(1, 4, shm, shm, 2), Algorithm::Ring);
-  EXPECT_NEAR(small.latency, 6 * at_message(shm, 8 << 10, 2).alpha, 1e-12);
-  EXPECT_NEAR(small.wire, 1.5 * (32 << 10) * at_message(shm, 32 << 10, 2).beta, 1e-15);
+  const double block_beta = at_message(shm, 8 << 10, 2).beta, swept_beta = at_message(shm, 32 << 10, 2).beta;
+  ASSERT_GT(swept_beta, block_beta);
+  EXPECT_NEAR(small.latency, 6 * (at_message(shm, 8 << 10, 2).alpha - 2 * (8 << 10) * (swept_beta - block_beta)), 1e-12);
+  EXPECT_NEAR(small.wire, 1.5 * (32 << 10) * swept_beta, 1e-15);
+  // 4 ranks, 16 MiB (4 MiB blocks) on a table whose 16 MiB exchange streams from memory: the 4 MiB blocks'
+  // copies at the 16 MiB buffer's beta already take longer, stretched by 2, than the crowded step of 4 MiB
+  // (whose own copies ran out of the caches too), so there is no hand-over left to add.
+  Link swept_shm = shm;
+  swept_shm.sizes.push_back(16 << 20);
+  swept_shm.seconds.push_back(1e-6 + (16 << 20) * 5e-10);
+  swept_shm.crowded_seconds.push_back(2 * swept_shm.seconds.back());
+  swept_shm.crowded_seconds[2] = 2 * shm.seconds[2] + 300e-6;  // 4 MiB: 300 us beyond the stretched own step
+  const Cost big = exchange(kNone, 16 << 20, nodes_of(1, 4, swept_shm, swept_shm, 2), Algorithm::Ring);
+  EXPECT_NEAR(big.latency, 6 * 1e-6, 1e-12);
+  EXPECT_GT(at_message(swept_shm, 4 << 20, 2).alpha, 300e-6);  // the block's own step would add it
   // A link given another rate drops the table: its times describe the old one.
   t.intra = t.inter = with_beta(shm, 1e-8);
   EXPECT_NEAR(exchange(kNone, 4 << 20, t).total, 2e-6 + (4 << 20) * 1e-8, 1e-12);
