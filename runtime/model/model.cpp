@@ -51,7 +51,7 @@ double pipelined(double wire, double cpu, double pieces, double transport) {
   return std::max(wire, cpu + transport) + std::min(wire, cpu) / std::max(1.0, pieces);
 }
 
-double hand_over_at(const Link& l, double bytes, double beta);
+void crowd(Link& step, const Link& l, double bytes, double s);
 
 Cost ring(double M, double n, const Link& link, double gamma, double s) {
   Cost c;
@@ -62,15 +62,15 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
   // for the first time is as far from the caches as the buffer it belongs to, whatever its own size.
   // A step is never faster than the block's exchange alone, though (its protocol's handshakes: a 32 KiB
   // block goes by rendezvous).
-  Link l = at_message(link, M / n, s);
-  const Link swept = at_message(link, M, s);
+  Link l = at_message(link, M / n, 1);
+  const Link swept = at_message(link, M, 1);
   if (swept.beta > l.beta) {
     l.beta = swept.beta;
     l.cpu = swept.cpu;
-    // Ranks sharing cores: the crowded step beyond the step stretched at this slower beta is the hand-over
-    // (the crowded table's steps of 4 MiB blocks run out of the caches too, and the swept beta has that).
-    if (s > 1) l.alpha = link.alpha + (s - 1) * hand_over_at(link, M / n, l.beta);
   }
+  // Ranks sharing cores: the crowded step is taken against the block's step at the beta chosen here (the
+  // crowded table's steps of 4 MiB blocks run out of the caches too, and the swept beta has that).
+  crowd(l, link, M / n, s);
   c.latency = 2 * (n - 1) * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M;
   c.wire = c.bytes_sent * l.beta;
@@ -348,12 +348,28 @@ double hand_over(const Link& l, double bytes) {
   return interpolate(l.sizes, extra, bytes);
 }
 
-// The hand-over at `bytes` when a step's copies run at `beta` rather than at the table's own time for
-// `bytes`: the crowded step beyond alpha + 2 bytes beta, never more than hand_over (0 without the tables).
-double hand_over_at(const Link& l, double bytes, double beta) {
-  if (l.crowded_seconds.size() != l.sizes.size() || l.sizes.empty()) return 0;
-  const double stretched = l.alpha + 2 * bytes * beta;
-  return std::min(hand_over(l, bytes), std::max(0.0, interpolate(l.sizes, l.crowded_seconds, bytes) - stretched));
+// Ranks sharing cores (s > 1) on `step`, a step of `bytes` of the tabled link `l` whose copies run at
+// step.beta, against the two-core step stretched by 2 (alpha + 2 bytes beta): where the crowded step is
+// the slower, (s - 1) hand-overs added to alpha (never more than the table's own hand-over at `bytes`);
+// where it is the faster, within the measured sizes, its copies' rate: beta (and cpu) scaled so that
+// with s = 2 the step is the crowded step (half the partners share a core there, and their copies do
+// not cross to the other core's cache as every copy of the two-core exchange does). Past the largest
+// measured size the hand-over held there.
+void crowd(Link& step, const Link& l, double bytes, double s) {
+  if (s <= 1 || l.sizes.empty() || l.crowded_seconds.size() != l.sizes.size()) return;
+  if (bytes > l.sizes.back()) {
+    step.alpha += (s - 1) * hand_over(l, bytes);
+    return;
+  }
+  const double crowded = interpolate(l.sizes, l.crowded_seconds, bytes);
+  const double stretched = l.alpha + 2 * bytes * step.beta;
+  if (crowded >= stretched) {
+    step.alpha += (s - 1) * std::min(crowded - stretched, hand_over(l, bytes));
+  } else if (bytes > 0 && step.beta > 0) {
+    const double scale = std::max(0.0, crowded - l.alpha) / (2 * bytes * step.beta);
+    step.beta *= scale;
+    step.cpu *= scale;
+  }
 }
 
 }  // namespace
@@ -369,7 +385,7 @@ Link at_message(const Link& l, double bytes, double s) {
     out.beta = std::max(0.0, own - l.alpha) / bytes;
     if (l.beta > 0) out.cpu = l.cpu * out.beta / l.beta;
   }
-  if (s > 1 && l.crowded_seconds.size() == l.sizes.size()) out.alpha += (s - 1) * hand_over(l, bytes);
+  crowd(out, l, bytes, s);
   return out;
 }
 

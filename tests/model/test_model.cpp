@@ -331,7 +331,7 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   EXPECT_NEAR(at_message(shm, 8, 1).alpha, 1e-6, 1e-15);
   EXPECT_NEAR(at_message(shm, (1 << 20) + (3 << 19), 2).alpha, 1e-6 + 15e-6, 1e-12);  // halfway to 4 MiB
   EXPECT_NEAR(at_message(shm, 64 << 20, 2).alpha, 1e-6 + 10e-6, 1e-12);  // held past the last size
-  // A crowded step faster than the stretched one (a busy moment in the two-core table) adds nothing.
+  // A crowded step no slower than the stretched one adds no hand-over.
   Link fast = shm;
   fast.crowded_seconds[0] = 1e-6;
   EXPECT_NEAR(at_message(fast, 8, 2).alpha, 1e-6, 1e-15);
@@ -360,8 +360,8 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   EXPECT_NEAR(small.latency, 6 * (at_message(shm, 8 << 10, 2).alpha - 2 * (8 << 10) * (swept_beta - block_beta)), 1e-12);
   EXPECT_NEAR(small.wire, 1.5 * (32 << 10) * swept_beta, 1e-15);
   // 4 ranks, 16 MiB (4 MiB blocks) on a table whose 16 MiB exchange streams from memory: the 4 MiB blocks'
-  // copies at the 16 MiB buffer's beta already take longer, stretched by 2, than the crowded step of 4 MiB
-  // (whose own copies ran out of the caches too), so there is no hand-over left to add.
+  // copies at the 16 MiB buffer's beta, stretched by 2, take longer than the crowded step of 4 MiB (whose
+  // own copies ran out of the caches too): no hand-over, and each of the 6 steps is the crowded step.
   Link swept_shm = shm;
   swept_shm.sizes.push_back(16 << 20);
   swept_shm.seconds.push_back(1e-6 + (16 << 20) * 5e-10);
@@ -369,7 +369,18 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   swept_shm.crowded_seconds[2] = 2 * shm.seconds[2] + 300e-6;  // 4 MiB: 300 us beyond the stretched own step
   const Cost big = exchange(kNone, 16 << 20, nodes_of(1, 4, swept_shm, swept_shm, 2), Algorithm::Ring);
   EXPECT_NEAR(big.latency, 6 * 1e-6, 1e-12);
+  EXPECT_NEAR(big.total, 6 * swept_shm.crowded_seconds[2], 1e-9);
   EXPECT_GT(at_message(swept_shm, 4 << 20, 2).alpha, 300e-6);  // the block's own step would add it
+  // A crowded step faster than the stretched two-core step (half the partners share a core) is the step
+  // with 2 ranks per core: its copies' rate, not a negative hand-over; with 4 per core twice its copies.
+  Link quick = shm;
+  quick.crowded_seconds[1] = shm.seconds[1];  // 1 MiB: as fast as one two-core exchange
+  const Link q2 = at_message(quick, 1 << 20, 2), q4 = at_message(quick, 1 << 20, 4);
+  EXPECT_NEAR(q2.alpha, 1e-6, 1e-15);
+  EXPECT_NEAR(q2.alpha + 2 * (1 << 20) * q2.beta, quick.crowded_seconds[1], 1e-12);
+  EXPECT_NEAR(q2.cpu, q2.beta, 1e-18);  // shared memory's cpu stays its beta
+  EXPECT_NEAR(q4.alpha + 4 * (1 << 20) * q4.beta, 1e-6 + 2 * (quick.crowded_seconds[1] - 1e-6), 1e-12);
+  EXPECT_NEAR(at_message(quick, 1 << 20, 1).beta, at1.beta, 1e-18);  // ranks on cores of their own: untouched
   // A link given another rate drops the table: its times describe the old one.
   t.intra = t.inter = with_beta(shm, 1e-8);
   EXPECT_NEAR(exchange(kNone, 4 << 20, t).total, 2e-6 + (4 << 20) * 1e-8, 1e-12);
