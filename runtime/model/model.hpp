@@ -38,7 +38,8 @@ struct Link {
 // caches run faster, and beyond the largest they all stream from memory; the ring takes beta at its buffer's size
 // and alpha at its blocks', model.cpp); with ranks sharing cores
 // (s > 1) alpha gains (s - 1) times the hand-over: the crowded step's time beyond the two-core step
-// stretched by 2 (the turns the ranks of a core take, and the waits for a partner not scheduled).
+// stretched by 2 (the turns the ranks of a core take, and the waits for a partner not scheduled); where
+// the crowded step is the faster, the copies take its rate instead (with s = 2 the step is the crowded step).
 Link at_message(const Link& l, double bytes, double s);
 
 // The link with another bandwidth (1 / beta); its measured message times no longer describe it.
