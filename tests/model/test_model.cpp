@@ -355,9 +355,10 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   // and 1 MiB), the copies the 32 KiB buffer's; the hand-over is what the crowded step takes beyond the
   // 8 KiB step stretched at that (slightly slower) beta.
   const Cost small = exchange(kNone, 32 << 10, nodes_of(1, 4, shm, shm, 2), Algorithm::Ring);
-  const double block_beta = at_message(shm, 8 << 10, 2).beta, swept_beta = at_message(shm, 32 << 10, 2).beta;
-  ASSERT_GT(swept_beta, block_beta);
-  EXPECT_NEAR(small.latency, 6 * (at_message(shm, 8 << 10, 2).alpha - 2 * (8 << 10) * (swept_beta - block_beta)), 1e-12);
+  const Link block = at_message(shm, 8 << 10, 2);
+  const double swept_beta = at_message(shm, 32 << 10, 2).beta;
+  ASSERT_GT(swept_beta, block.beta);
+  EXPECT_NEAR(small.latency, 6 * (block.alpha - 2 * (8 << 10) * (swept_beta - block.beta)), 1e-12);
   EXPECT_NEAR(small.wire, 1.5 * (32 << 10) * swept_beta, 1e-15);
   // 4 ranks, 16 MiB (4 MiB blocks) on a table whose 16 MiB exchange streams from memory: the 4 MiB blocks'
   // copies at the 16 MiB buffer's beta, stretched by 2, take longer than the crowded step of 4 MiB (whose
