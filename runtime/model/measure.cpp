@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string>
 
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace gw::model {
@@ -115,7 +117,44 @@ double measure_gamma(uint64_t bytes, int repetitions) {
   return median(times) / double(4 * n);
 }
 
-double busy_core_seconds() {
+namespace {
+
+double monotonic_s() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// The online CPUs (cpu0 has no "online" file where it cannot go offline).
+std::vector<int> online_cpus() {
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c);
+    if (access(dir.c_str(), F_OK) != 0) break;
+    int online = 1;
+    std::ifstream(dir + "/online") >> online;
+    if (online) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// Seconds CPU `cpu` has spent in its idle states (cpuidle's residencies); -1 without cpuidle.
+double idle_residency_s(int cpu) {
+  const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpuidle/state";
+  double us = 0;
+  int states = 0;
+  for (int st = 0;; ++st) {
+    std::ifstream in(dir + std::to_string(st) + "/time");
+    double v = 0;
+    if (!(in >> v)) break;
+    us += v;
+    ++states;
+  }
+  return states > 0 ? 1e-6 * us : -1;
+}
+
+// From /proc/stat: the CPUs' time less idle and iowait (which count an idle period in progress).
+double busy_from_proc_stat() {
   std::ifstream in("/proc/stat");
   std::string line;
   if (!in || !std::getline(in, line) || line.rfind("cpu ", 0) != 0) return -1;
@@ -125,7 +164,34 @@ double busy_core_seconds() {
   for (auto& x : v)
     if (!(fields >> x)) return -1;
   const long hz = sysconf(_SC_CLK_TCK);
-  return double(v[0] + v[1] + v[2] + v[5] + v[6]) / double(hz > 0 ? hz : 100);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return double(cpus > 0 ? cpus : 1) * monotonic_s() - double(v[3] + v[4]) / double(hz > 0 ? hz : 100);
+}
+
+}  // namespace
+
+double busy_core_seconds() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const bool can_move = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
+  double busy = 0;
+  bool residencies = true;
+  for (const int c : online_cpus()) {
+    if (can_move && CPU_ISSET(c, &allowed)) {  // run on it: an idle period in progress there ends
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(c, &one);
+      sched_setaffinity(0, sizeof one, &one);
+    }
+    const double idle = idle_residency_s(c);
+    if (idle < 0) {
+      residencies = false;
+      break;
+    }
+    busy += monotonic_s() - idle;
+  }
+  if (can_move) sched_setaffinity(0, sizeof allowed, &allowed);
+  return residencies && busy != 0 ? busy : busy_from_proc_stat();
 }
 
 }  // namespace gw::model

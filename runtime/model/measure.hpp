@@ -41,10 +41,16 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProb
 // a time, and the collectives the model predicts run through those dips.)
 double measure_gamma(uint64_t bytes, int repetitions);
 
-// Core-seconds every CPU of this machine has spent busy since boot (user, nice, system, irq and softirq
-// from /proc/stat: the kernel's network work is counted wherever it ran); -1 where /proc/stat cannot be
-// read. The difference over a transfer between processes that block (rather than poll) is what the
-// transfer cost the machine, the basis of a link's cpu per byte (on a quiet machine).
+// Core-seconds the CPUs of this machine have spent busy: each CPU's time less its idle residency, so
+// only a difference between two calls means anything. The difference over a transfer between
+// processes that block (rather than poll) is what the transfer cost the machine, the kernel's network
+// work included wherever it ran: the basis of a link's cpu per byte (on a quiet machine).
+// The idle residencies come from cpuidle (sysfs, microseconds); this thread visits each CPU it may run
+// on before reading it, so that an idle period in progress ends and is counted. Where cpuidle is
+// missing, /proc/stat's idle and iowait (10 ms units). Not the busy columns of /proc/stat: the kernel
+// samples those at its tick, and a tick that stops while a core idles misplaces the short bursts of a
+// paced transfer (on a VM they read one 10 Gbit/s flow anywhere from 0.55 to 1.1 ns per byte within
+// minutes; the residencies read the same flows within a tenth). -1 where neither can be read.
 double busy_core_seconds();
 
 }  // namespace gw::model

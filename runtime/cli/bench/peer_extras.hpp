@@ -36,7 +36,8 @@ TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes = 0, uint32_t sender = 1
 // measure_tcp_link when bytes is 0.
 double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node = 1);
 
-// The same between two threads of this process over loopback (gradwire calibrate's tcp link).
+// The same between two threads of this process over loopback (gradwire calibrate's tcp link): the median
+// of three transfers of `bytes`.
 TcpProbe measure_loopback_tcp(uint64_t bytes);
 
 // The gloo peer: `gradwire run -n ranks [--link rate] -- python3 torch_allreduce.py count reps`. Returns
