@@ -48,9 +48,9 @@ double measure_gamma(uint64_t bytes, int repetitions);
 // The idle residencies come from cpuidle (sysfs, microseconds); this thread visits each CPU it may run
 // on before reading it, so that an idle period in progress ends and is counted. Where cpuidle is
 // missing, /proc/stat's idle and iowait (10 ms units). Not the busy columns of /proc/stat: the kernel
-// samples those at its tick, and a tick that stops while a core idles misplaces the short bursts of a
-// paced transfer (on a VM they read one 10 Gbit/s flow anywhere from 0.55 to 1.1 ns per byte within
-// minutes; the residencies read the same flows within a tenth). -1 where neither can be read.
+// samples those at its tick, and a tick that stops while a core idles misses short bursts of work (on a
+// VM they read the same 10 Gbit/s transfers 4-16 % lower than the residencies). -1 where neither can
+// be read.
 double busy_core_seconds();
 
 }  // namespace gw::model

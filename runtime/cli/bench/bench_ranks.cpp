@@ -25,23 +25,28 @@ std::vector<float> gaussian_input(uint64_t count, uint32_t seed) {
   return in;
 }
 
-std::vector<double> time_compressed_allreduce(gw_comm* comm, gw_codec* codec, std::vector<float>& in,
-                                              std::vector<float>& out, int repetitions, const std::string& suite) {
-  std::vector<double> seconds;
+std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const std::vector<gw_codec*>& codecs,
+                                                            std::vector<float>& in, std::vector<float>& out,
+                                                            int repetitions, const std::string& suite,
+                                                            const std::function<void()>& before_round) {
+  std::vector<std::vector<double>> seconds(codecs.size());
   for (int rep = 0; rep <= repetitions; ++rep) {  // repetition 0: the warm-up
-    gw_tensor x = GW_TENSOR_INIT, y = GW_TENSOR_INIT;
-    x.dtype = y.dtype = GW_DTYPE_F32;
-    x.data = in.data();
-    y.data = out.data();
-    x.count = y.count = in.size();
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    ctx.seed = 7;
-    ctx.step = uint64_t(rep);
-    check_bench(gw_barrier(comm), suite + ": barrier");
-    const auto t0 = std::chrono::steady_clock::now();
-    check_bench(gw_allreduce_compressed(comm, codec, &ctx, &x, &y, GW_REDUCE_AVG), suite + ": compressed allreduce");
-    const double s = slowest_rank(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (rep > 0) seconds.push_back(s);
+    if (rep > 0 && before_round) before_round();
+    for (size_t i = 0; i < codecs.size(); ++i) {
+      gw_tensor x = GW_TENSOR_INIT, y = GW_TENSOR_INIT;
+      x.dtype = y.dtype = GW_DTYPE_F32;
+      x.data = in.data();
+      y.data = out.data();
+      x.count = y.count = in.size();
+      gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+      ctx.seed = 7;
+      ctx.step = uint64_t(rep);
+      check_bench(gw_barrier(comm), suite + ": barrier");
+      const auto t0 = std::chrono::steady_clock::now();
+      check_bench(gw_allreduce_compressed(comm, codecs[i], &ctx, &x, &y, GW_REDUCE_AVG), suite + ": compressed allreduce");
+      const double s = slowest_rank(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (rep > 0) seconds[i].push_back(s);
+    }
   }
   return seconds;
 }

@@ -63,11 +63,16 @@ double slowest_rank(gw_comm* comm, double mine);
 // `count` normally distributed values (mean 0, sd 1) from `seed`: the input of the allreduce suites.
 std::vector<float> gaussian_input(uint64_t count, uint32_t seed);
 
-// The slowest rank's seconds of gw_allreduce_compressed(codec, avg) from `in` into `out`, once per
-// repetition after one warm-up (barrier before each; codec seed 7, step = the repetition). `suite` names
-// the suite in error messages ("P5").
-std::vector<double> time_compressed_allreduce(gw_comm* comm, gw_codec* codec, std::vector<float>& in,
-                                              std::vector<float>& out, int repetitions, const std::string& suite);
+// The slowest rank's seconds of gw_allreduce_compressed(codec, avg) from `in` into `out` for each of
+// `codecs` (one list per codec, in their order), interleaved: one warm-up of each, then `repetitions`
+// rounds that time each codec once in turn (barrier before each; codec seed 7, step = the repetition).
+// A stretch in which a shared machine runs slow then falls on every codec alike, not on whichever was
+// being timed. `suite` names the suite in error messages ("P5"). `before_round` (optional, collective)
+// runs before each timed round: a measurement that should cover the same stretch of time.
+std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const std::vector<gw_codec*>& codecs,
+                                                            std::vector<float>& in, std::vector<float>& out,
+                                                            int repetitions, const std::string& suite,
+                                                            const std::function<void()>& before_round = {});
 
 // A u8 tensor over `bytes` bytes at data (for gw_send / gw_recv).
 gw_tensor bytes_tensor(void* data, uint64_t bytes);

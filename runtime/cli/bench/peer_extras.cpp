@@ -124,7 +124,6 @@ void timed_send(int data, uint64_t bytes) {
   if (get_byte(data) != 'a') throw std::runtime_error("link probe: no acknowledgement");
 }
 
-constexpr int kProbeRounds = 3;  // transfers per link probe, the median of each figure reported
 
 // A probe's bytes: about half a second of the link's rate (GW_LINK_RATE; 1 Gbit/s without one), 4 to 256 MB.
 uint64_t probe_bytes() {
@@ -144,51 +143,66 @@ int port_of(int listener) {
 
 }  // namespace
 
-TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes, uint32_t sender) {
-  const uint32_t rank = gw_comm_rank(comm), size = gw_comm_size(comm);
-  if (size < 2) return {};
-  if (sender == 0 || sender >= size) sender = 1;
-  if (bytes == 0) bytes = probe_bytes();
+TcpLinkProbe::TcpLinkProbe(gw_comm* comm, uint64_t bytes, uint32_t sender)
+    : comm_(comm), rank_(gw_comm_rank(comm)), size_(gw_comm_size(comm)), sender_(sender), bytes_(bytes) {
+  if (size_ < 2) return;
+  if (sender_ == 0 || sender_ >= size_) sender_ = 1;
+  if (bytes_ == 0) bytes_ = probe_bytes();
   const int port = std::atoi(env_or("GW_ROOT_PORT", "29500").c_str()) + 2;
   Fd listener;
-  if (rank == 0) listener.fd = listen_on(INADDR_ANY, port, int(size));
+  if (rank_ == 0) listener.fd = listen_on(INADDR_ANY, port, int(size_));
   check_bench(gw_barrier(comm), "link probe: barrier");
-  // `sender` sends to rank 0; the other ranks wait on a socket of rank 0's (asleep, not polling the
-  // communicator), so the machine's busy time during the transfer is the transfer's alone.
-  TcpProbe probe;
-  if (rank == 0) {
-    std::vector<Fd> parked(size - 2);
-    Fd data;
-    for (uint32_t accepted = 0, p = 0; accepted + 1 < size; ++accepted) {
+  if (rank_ == 0) {
+    for (uint32_t accepted = 0; accepted + 1 < size_; ++accepted) {
       Fd conn{accept(listener.fd, nullptr, nullptr)};
       if (conn.fd < 0) throw std::runtime_error("link probe: accept failed");
-      Fd& slot = get_byte(conn.fd) == 'd' ? data : parked.at(p++);
-      std::swap(slot.fd, conn.fd);
+      if (get_byte(conn.fd) == 'd' && data_ < 0)
+        data_ = conn.fd;
+      else
+        parked_.push_back(conn.fd);
+      conn.fd = -1;
     }
-    if (data.fd < 0) throw std::runtime_error("link probe: rank " + std::to_string(sender) + " did not connect");
-    // Three transfers, the median of each figure: one transfer's busy time is some tens of the kernel's
-    // 10 ms ticks, and a single transfer's core-seconds per byte moved by a third between runs.
-    std::vector<double> rates, cpus;
-    for (int round = 0; round < kProbeRounds; ++round) {
-      const TcpProbe one = timed_receive(data.fd, bytes);
-      put_byte(data.fd, 'a');
-      rates.push_back(one.bytes_per_s);
-      cpus.push_back(one.cpu_s_per_byte);
-    }
-    probe.bytes_per_s = summarize(rates).median;
-    probe.cpu_s_per_byte = summarize(cpus).median;
-    for (Fd& f : parked) put_byte(f.fd, 'r');
+    if (data_ < 0) throw std::runtime_error("link probe: rank " + std::to_string(sender_) + " did not connect");
   } else {
     Fd s{connect_to(env_or("GW_ROOT_ADDR", "127.0.0.1"), port)};
-    put_byte(s.fd, rank == sender ? 'd' : 'p');
-    if (rank == sender) {
-      for (int round = 0; round < kProbeRounds; ++round) timed_send(s.fd, bytes);
-    } else {
-      get_byte(s.fd);
-    }
+    put_byte(s.fd, rank_ == sender_ ? 'd' : 'p');
+    (rank_ == sender_ ? data_ : parked_.emplace_back()) = s.fd;
+    s.fd = -1;
   }
-  probe.bytes_per_s = slowest_rank(comm, probe.bytes_per_s);  // rank 0's figures on every rank
-  probe.cpu_s_per_byte = slowest_rank(comm, probe.cpu_s_per_byte);
+}
+
+TcpLinkProbe::~TcpLinkProbe() {
+  if (data_ >= 0) close(data_);
+  for (int fd : parked_) close(fd);
+}
+
+// `sender` sends to rank 0; the other ranks wait on a socket of rank 0's (asleep, not polling the
+// communicator) until rank 0 releases them, so the machine's busy time during the transfer is the
+// transfer's alone.
+void TcpLinkProbe::transfer() {
+  if (size_ < 2) return;
+  if (rank_ == 0) {
+    const TcpProbe one = timed_receive(data_, bytes_);
+    put_byte(data_, 'a');
+    for (int fd : parked_) put_byte(fd, 'r');
+    rates_.push_back(one.bytes_per_s);
+    cpus_.push_back(one.cpu_s_per_byte);
+  } else if (rank_ == sender_) {
+    timed_send(data_, bytes_);
+  } else if (get_byte(parked_.at(0)) != 'r') {
+    throw std::runtime_error("link probe: unexpected release byte");
+  }
+}
+
+TcpProbe TcpLinkProbe::result() {
+  TcpProbe probe;
+  if (size_ < 2) return probe;
+  if (rank_ == 0 && !rates_.empty()) {
+    probe.bytes_per_s = summarize(rates_).median;
+    probe.cpu_s_per_byte = summarize(cpus_).median;
+  }
+  probe.bytes_per_s = slowest_rank(comm_, probe.bytes_per_s);  // rank 0's figures on every rank
+  probe.cpu_s_per_byte = slowest_rank(comm_, probe.cpu_s_per_byte);
   return probe;
 }
 

@@ -8,10 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/model.hpp"
 
 namespace gwcli::bench {
+
+// Transfers of a link probe before the measurements (and rounds of the all-to-all and loopback
+// probes): the median of each figure is reported.
+constexpr int kProbeRounds = 3;
 
 // One plain TCP transfer: its rate, and the machine's busy core-seconds during it per byte (the sender's
 // and the receiver's kernel work, wherever it ran; meaningful on a quiet machine).
@@ -22,9 +27,28 @@ struct TcpProbe {
 
 // Inside a run: rank `sender` (1 unless given: the first rank of another node) sends `bytes` to rank 0
 // over one plain TCP connection (rank 0's GW_ROOT_ADDR, port GW_ROOT_PORT + 2) while the other ranks
-// sleep on a socket; returns rank 0's figures, on every rank. Sized from GW_LINK_RATE (about half a
-// second of transfer) when bytes is 0.
-TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes = 0, uint32_t sender = 1);
+// sleep on a socket. Sized from GW_LINK_RATE (about half a second of transfer) when bytes is 0. Every
+// rank constructs it and calls transfer() together, as often as wanted: spread between the measurements
+// it describes, its figures come from the same stretch of time as they do (what one flow costs the
+// cores moves by a fifth and more over seconds on a shared VM, with where its ends run). result() is
+// collective: the median of each figure over the transfers, rank 0's, on every rank.
+class TcpLinkProbe {
+ public:
+  explicit TcpLinkProbe(gw_comm* comm, uint64_t bytes = 0, uint32_t sender = 1);
+  ~TcpLinkProbe();
+  TcpLinkProbe(const TcpLinkProbe&) = delete;
+  TcpLinkProbe& operator=(const TcpLinkProbe&) = delete;
+  void transfer();
+  TcpProbe result();
+
+ private:
+  gw_comm* comm_;
+  uint32_t rank_ = 0, size_ = 0, sender_ = 1;
+  uint64_t bytes_ = 0;
+  int data_ = -1;             // rank 0 and the sender: the connection the bytes travel on
+  std::vector<int> parked_;   // rank 0: one connection per sleeping rank; a sleeping rank: its own
+  std::vector<double> rates_, cpus_;
+};
 
 // Inside a run: the links' rate when every node sends to every other at once over plain TCP, as the
 // all-to-all algorithms (scatter-reduce, sparse allgather, the two-level cross phase) send. Nodes are
@@ -32,8 +56,8 @@ TcpProbe measure_tcp_link(gw_comm* comm, uint64_t bytes = 0, uint32_t sender = 1
 // their node (with 1 rank per node: to every rank), one connection each, a node `bytes` in all, all ranks
 // at once. Returns the bytes a node sent per second of the slowest rank's time (the median of three
 // rounds), on every rank: flows that share a link finish unevenly, and a round ends with its last one.
-// 0 where a link would carry one flow (2 nodes of one rank: measure_tcp_link's transfer). Sized like
-// measure_tcp_link when bytes is 0.
+// 0 where a link would carry one flow (2 nodes of one rank: TcpLinkProbe's transfer). Sized like
+// TcpLinkProbe when bytes is 0.
 double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node = 1);
 
 // The same between two threads of this process over loopback (gradwire calibrate's tcp link): the median
