@@ -25,7 +25,15 @@ std::vector<float> gaussian_input(uint64_t count, uint32_t seed) {
   return in;
 }
 
-std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const std::vector<gw_codec*>& codecs,
+CodecSet::CodecSet(gw_runtime* rt, std::vector<std::string> names, const std::string& suite) : names_(std::move(names)) {
+  for (const std::string& name : names_) {
+    gw_codec* c = nullptr;
+    check_bench(gw_codec_create(rt, name.c_str(), &c), suite + ": gw_codec_create " + name);
+    owned_.emplace_back(c);
+  }
+}
+
+std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const CodecSet& codecs,
                                                             std::vector<float>& in, std::vector<float>& out,
                                                             int repetitions, const std::string& suite,
                                                             const std::function<void()>& before_round) {
@@ -41,9 +49,10 @@ std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const
       gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
       ctx.seed = 7;
       ctx.step = uint64_t(rep);
-      check_bench(gw_barrier(comm), suite + ": barrier");
+      const std::string what = suite + " " + codecs.name(i);
+      check_bench(gw_barrier(comm), what + ": barrier");
       const auto t0 = std::chrono::steady_clock::now();
-      check_bench(gw_allreduce_compressed(comm, codecs[i], &ctx, &x, &y, GW_REDUCE_AVG), suite + ": compressed allreduce");
+      check_bench(gw_allreduce_compressed(comm, codecs.codec(i), &ctx, &x, &y, GW_REDUCE_AVG), what + ": compressed allreduce");
       const double s = slowest_rank(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       if (rep > 0) seconds[i].push_back(s);
     }

@@ -7,6 +7,7 @@
 #include <gradwire/gradwire.h>
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -63,13 +64,30 @@ double slowest_rank(gw_comm* comm, double mine);
 // `count` normally distributed values (mean 0, sd 1) from `seed`: the input of the allreduce suites.
 std::vector<float> gaussian_input(uint64_t count, uint32_t seed);
 
-// The slowest rank's seconds of gw_allreduce_compressed(codec, avg) from `in` into `out` for each of
-// `codecs` (one list per codec, in their order), interleaved: one warm-up of each, then `repetitions`
+// Codecs created by name (throwing, named, when one cannot be), destroyed with the set.
+class CodecSet {
+ public:
+  CodecSet(gw_runtime* rt, std::vector<std::string> names, const std::string& suite);
+  size_t size() const { return names_.size(); }
+  const std::string& name(size_t i) const { return names_.at(i); }
+  gw_codec* codec(size_t i) const { return owned_.at(i).get(); }
+
+ private:
+  struct Destroy {
+    void operator()(gw_codec* c) const { gw_codec_destroy(c); }
+  };
+  std::vector<std::string> names_;
+  std::vector<std::unique_ptr<gw_codec, Destroy>> owned_;
+};
+
+// The slowest rank's seconds of gw_allreduce_compressed(codec, avg) from `in` into `out` for each codec
+// of the set (one list per codec, in its order), interleaved: one warm-up of each, then `repetitions`
 // rounds that time each codec once in turn (barrier before each; codec seed 7, step = the repetition).
 // A stretch in which a shared machine runs slow then falls on every codec alike, not on whichever was
-// being timed. `suite` names the suite in error messages ("P5"). `before_round` (optional, collective)
-// runs before each timed round: a measurement that should cover the same stretch of time.
-std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const std::vector<gw_codec*>& codecs,
+// being timed. `suite` names the suite in error messages ("P5"), with the codec. `before_round`
+// (optional, collective) runs before each timed round: a measurement that should cover the same
+// stretch of time.
+std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const CodecSet& codecs,
                                                             std::vector<float>& in, std::vector<float>& out,
                                                             int repetitions, const std::string& suite,
                                                             const std::function<void()>& before_round = {});

@@ -311,7 +311,7 @@ TcpProbe measure_loopback_tcp(uint64_t bytes) {
       shutdown(out.fd, SHUT_RDWR);
     }
   });
-  // The median of each figure over the rounds, as measure_tcp_link's.
+  // The median of each figure over the rounds, as TcpLinkProbe's.
   std::vector<double> rates, cpus;
   try {
     for (int round = 0; round < kProbeRounds; ++round) {

@@ -72,33 +72,21 @@ void run_worker(const Options& o, const std::string& out_path) {
     TcpLinkProbe link(comm);
     for (int i = 0; i < kProbeRounds; ++i) link.transfer();
     r["all_to_all_bytes_per_s"] = measure_all_to_all(comm);
-    std::vector<gw_codec*> codecs;
-    const auto destroy = [&] {
-      for (gw_codec* c : codecs) gw_codec_destroy(c);
-    };
-    try {
-      for (const char* name : kCodecs) {
-        gw_codec* codec = nullptr;
-        check_bench(gw_codec_create(rt, name, &codec), std::string("P5: gw_codec_create ") + name);
-        codecs.push_back(codec);
-        gw_codec_properties props = GW_CODEC_PROPERTIES_INIT;
-        check_bench(gw_codec_get_properties(codec, &props), "P5: gw_codec_get_properties");
-        const auto kind = gw::model::kind_of(name, props.flags & GW_CODEC_SPARSE, props.flags & GW_CODEC_SUMMABLE,
-                                             props.flags & GW_CODEC_SHARED_INDICES);
-        uint64_t encoded = 0;
-        check_bench(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &encoded), "P5: gw_codec_max_encoded_size");
-        r["codecs"][name] = {{"size_ratio", double(4 * count) / double(encoded)}, {"kind", gw::model::kind_name(kind)}};
-      }
-      // Interleaved: a slow stretch of a shared machine falls on every codec alike; a link transfer
-      // before each round, so that the link's figures cover the same stretch.
-      const std::vector<std::vector<double>> seconds =
-          time_compressed_allreduces(comm, codecs, in, out, o.repetitions, "P5", [&] { link.transfer(); });
-      for (size_t i = 0; i < codecs.size(); ++i) r["codecs"][kCodecs[i]]["seconds"] = seconds[i];
-    } catch (...) {
-      destroy();
-      throw;
+    const CodecSet codecs(rt, {std::begin(kCodecs), std::end(kCodecs)}, "P5");
+    for (size_t i = 0; i < codecs.size(); ++i) {
+      gw_codec_properties props = GW_CODEC_PROPERTIES_INIT;
+      check_bench(gw_codec_get_properties(codecs.codec(i), &props), "P5: gw_codec_get_properties");
+      const auto kind = gw::model::kind_of(codecs.name(i), props.flags & GW_CODEC_SPARSE,
+                                           props.flags & GW_CODEC_SUMMABLE, props.flags & GW_CODEC_SHARED_INDICES);
+      uint64_t encoded = 0;
+      check_bench(gw_codec_max_encoded_size(codecs.codec(i), GW_DTYPE_F32, count, &encoded), "P5: gw_codec_max_encoded_size");
+      r["codecs"][codecs.name(i)] = {{"size_ratio", double(4 * count) / double(encoded)}, {"kind", gw::model::kind_name(kind)}};
     }
-    destroy();
+    // Interleaved: a slow stretch of a shared machine falls on every codec alike; a link transfer before
+    // each round, so that the link's figures cover the same stretch.
+    const std::vector<std::vector<double>> seconds =
+        time_compressed_allreduces(comm, codecs, in, out, o.repetitions, "P5", [&] { link.transfer(); });
+    for (size_t i = 0; i < codecs.size(); ++i) r["codecs"][codecs.name(i)]["seconds"] = seconds[i];
     const TcpProbe measured = link.result();
     r["link_bytes_per_s"] = measured.bytes_per_s;
     r["link_cpu_s_per_byte"] = measured.cpu_s_per_byte;

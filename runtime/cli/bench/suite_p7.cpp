@@ -68,29 +68,16 @@ void run_worker(const Options& o, const std::string& out_path, const std::string
       for (int i = 0; i < kProbeRounds; ++i) link->transfer();
       r["all_to_all_bytes_per_s"] = measure_all_to_all(comm, 0, kPerNode);  // the node links' rate, every node sending
     }
-    const std::vector<std::string> names = codecs_of(mode);
-    std::vector<gw_codec*> codecs;
-    const auto destroy = [&] {
-      for (gw_codec* c : codecs) gw_codec_destroy(c);
-    };
-    try {
-      for (const auto& name : names) {
-        gw_codec* codec = nullptr;
-        check_bench(gw_codec_create(rt, name.c_str(), &codec), "P7: gw_codec_create " + name);
-        codecs.push_back(codec);
-        uint64_t encoded = 0;
-        check_bench(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &encoded), "P7: gw_codec_max_encoded_size");
-        r["codecs"][name] = {{"encoded_bytes", encoded}};
-      }
-      // Interleaved: a slow stretch of a shared machine falls on every codec alike.
-      const std::vector<std::vector<double>> seconds = time_compressed_allreduces(
-          comm, codecs, in, out, o.repetitions, "P7", link ? std::function<void()>([&] { link->transfer(); }) : nullptr);
-      for (size_t i = 0; i < codecs.size(); ++i) r["codecs"][names[i]]["seconds"] = seconds[i];
-    } catch (...) {
-      destroy();
-      throw;
+    const CodecSet codecs(rt, codecs_of(mode), "P7");
+    for (size_t i = 0; i < codecs.size(); ++i) {
+      uint64_t encoded = 0;
+      check_bench(gw_codec_max_encoded_size(codecs.codec(i), GW_DTYPE_F32, count, &encoded), "P7: gw_codec_max_encoded_size");
+      r["codecs"][codecs.name(i)] = {{"encoded_bytes", encoded}};
     }
-    destroy();
+    // Interleaved: a slow stretch of a shared machine falls on every codec alike.
+    const std::vector<std::vector<double>> seconds = time_compressed_allreduces(
+        comm, codecs, in, out, o.repetitions, "P7", link ? std::function<void()>([&] { link->transfer(); }) : nullptr);
+    for (size_t i = 0; i < codecs.size(); ++i) r["codecs"][codecs.name(i)]["seconds"] = seconds[i];
     if (link) {
       const TcpProbe measured = link->result();
       r["link_bytes_per_s"] = measured.bytes_per_s;
