@@ -174,9 +174,10 @@ double busy_core_seconds() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   const bool can_move = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
+  const std::vector<int> cpus = online_cpus();
   double busy = 0;
-  bool residencies = true;
-  for (const int c : online_cpus()) {
+  bool residencies = !cpus.empty();
+  for (const int c : cpus) {
     if (can_move && CPU_ISSET(c, &allowed)) {  // run on it: an idle period in progress there ends
       cpu_set_t one;
       CPU_ZERO(&one);
@@ -191,7 +192,7 @@ double busy_core_seconds() {
     busy += monotonic_s() - idle;
   }
   if (can_move) sched_setaffinity(0, sizeof allowed, &allowed);
-  return residencies && busy != 0 ? busy : busy_from_proc_stat();
+  return residencies ? busy : busy_from_proc_stat();
 }
 
 }  // namespace gw::model

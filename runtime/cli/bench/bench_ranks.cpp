@@ -38,14 +38,14 @@ std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const
                                                             int repetitions, const std::string& suite,
                                                             const std::function<void()>& before_round) {
   std::vector<std::vector<double>> seconds(codecs.size());
+  gw_tensor x = GW_TENSOR_INIT, y = GW_TENSOR_INIT;
+  x.dtype = y.dtype = GW_DTYPE_F32;
+  x.data = in.data();
+  y.data = out.data();
+  x.count = y.count = in.size();
   for (int rep = 0; rep <= repetitions; ++rep) {  // repetition 0: the warm-up
     if (rep > 0 && before_round) before_round();
     for (size_t i = 0; i < codecs.size(); ++i) {
-      gw_tensor x = GW_TENSOR_INIT, y = GW_TENSOR_INIT;
-      x.dtype = y.dtype = GW_DTYPE_F32;
-      x.data = in.data();
-      y.data = out.data();
-      x.count = y.count = in.size();
       gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
       ctx.seed = 7;
       ctx.step = uint64_t(rep);

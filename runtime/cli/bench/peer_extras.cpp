@@ -124,6 +124,18 @@ void timed_send(int data, uint64_t bytes) {
   if (get_byte(data) != 'a') throw std::runtime_error("link probe: no acknowledgement");
 }
 
+// The median of each figure over several transfers.
+TcpProbe median_of(const std::vector<TcpProbe>& transfers) {
+  std::vector<double> rates, cpus;
+  for (const TcpProbe& t : transfers) {
+    rates.push_back(t.bytes_per_s);
+    cpus.push_back(t.cpu_s_per_byte);
+  }
+  TcpProbe p;
+  p.bytes_per_s = summarize(rates).median;
+  p.cpu_s_per_byte = summarize(cpus).median;
+  return p;
+}
 
 // A probe's bytes: about half a second of the link's rate (GW_LINK_RATE; 1 Gbit/s without one), 4 to 256 MB.
 uint64_t probe_bytes() {
@@ -182,11 +194,9 @@ TcpLinkProbe::~TcpLinkProbe() {
 void TcpLinkProbe::transfer() {
   if (size_ < 2) return;
   if (rank_ == 0) {
-    const TcpProbe one = timed_receive(data_, bytes_);
+    transfers_.push_back(timed_receive(data_, bytes_));
     put_byte(data_, 'a');
     for (int fd : parked_) put_byte(fd, 'r');
-    rates_.push_back(one.bytes_per_s);
-    cpus_.push_back(one.cpu_s_per_byte);
   } else if (rank_ == sender_) {
     timed_send(data_, bytes_);
   } else if (get_byte(parked_.at(0)) != 'r') {
@@ -195,12 +205,8 @@ void TcpLinkProbe::transfer() {
 }
 
 TcpProbe TcpLinkProbe::result() {
-  TcpProbe probe;
-  if (size_ < 2) return probe;
-  if (rank_ == 0 && !rates_.empty()) {
-    probe.bytes_per_s = summarize(rates_).median;
-    probe.cpu_s_per_byte = summarize(cpus_).median;
-  }
+  if (size_ < 2) return {};
+  TcpProbe probe = rank_ == 0 && !transfers_.empty() ? median_of(transfers_) : TcpProbe{};
   probe.bytes_per_s = slowest_rank(comm_, probe.bytes_per_s);  // rank 0's figures on every rank
   probe.cpu_s_per_byte = slowest_rank(comm_, probe.cpu_s_per_byte);
   return probe;
@@ -311,14 +317,11 @@ TcpProbe measure_loopback_tcp(uint64_t bytes) {
       shutdown(out.fd, SHUT_RDWR);
     }
   });
-  // The median of each figure over the rounds, as TcpLinkProbe's.
-  std::vector<double> rates, cpus;
+  std::vector<TcpProbe> transfers;
   try {
     for (int round = 0; round < kProbeRounds; ++round) {
-      const TcpProbe one = timed_receive(in.fd, bytes);
+      transfers.push_back(timed_receive(in.fd, bytes));
       put_byte(in.fd, 'a');
-      rates.push_back(one.bytes_per_s);
-      cpus.push_back(one.cpu_s_per_byte);
     }
   } catch (const std::exception& e) {
     if (failed.empty()) failed = e.what();
@@ -326,10 +329,7 @@ TcpProbe measure_loopback_tcp(uint64_t bytes) {
   }
   sender.join();
   if (!failed.empty()) throw std::runtime_error(failed);
-  TcpProbe p;
-  p.bytes_per_s = summarize(rates).median;
-  p.cpu_s_per_byte = summarize(cpus).median;
-  return p;
+  return median_of(transfers);
 }
 
 namespace {

@@ -47,7 +47,7 @@ class TcpLinkProbe {
   uint64_t bytes_ = 0;
   int data_ = -1;             // rank 0 and the sender: the connection the bytes travel on
   std::vector<int> parked_;   // rank 0: one connection per sleeping rank; a sleeping rank: its own
-  std::vector<double> rates_, cpus_;
+  std::vector<TcpProbe> transfers_;  // rank 0: each transfer's figures
 };
 
 // Inside a run: the links' rate when every node sends to every other at once over plain TCP, as the
