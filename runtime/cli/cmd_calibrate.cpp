@@ -8,7 +8,6 @@
 // link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
 #include <gradwire/gradwire.h>
 
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +22,7 @@
 
 #include "bench/bench.hpp"
 #include "bench/bench_ranks.hpp"
+#include "bench/link_tables.hpp"
 #include "bench/peer_extras.hpp"
 #include "commands.hpp"
 #include "model/measure.hpp"
@@ -31,7 +31,6 @@
 namespace gwcli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 struct CalibrateArgs {
@@ -119,198 +118,18 @@ gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const Cali
   return gw::model::measure_codec(name, kind, probe, args.bytes, chunk, spread_repetitions(args, uint64_t{512} << 20));
 }
 
-// Both ranks send one message and receive the other's at once (a step of a ring or of recursive
-// doubling); blocks until both complete.
-void exchange_once(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t to, uint32_t from) {
-  gw_request *send = nullptr, *recv = nullptr;
-  bench::check_bench(gw_recv_start(comm, in, from, 1, &recv), "receive");
-  bench::check_bench(gw_send_start(comm, out, to, 1, &send), "send");
-  const gw_status a = gw_request_wait(recv, 60), b = gw_request_wait(send, 60);
-  gw_request_free(recv);
-  gw_request_free(send);
-  bench::check_bench(a, "receive");
-  bench::check_bench(b, "send");
-}
+// Passes over shared memory's message tables, each by ranks of its own, each size the median of the
+// passes: a shared machine has busy phases longer than one pass, and one pass's 16 MiB exchange over
+// shared memory read 2.2 to 3.1 ms across calibrations of one hour.
+constexpr int kTablePasses = 3;
 
-// `steps` steps of a ring as its allreduce runs them: a rank sends its step k + 1 message as soon as
-// its step k message has arrived (it forwards what it received), without waiting for its own step k
-// send to complete; the sends are waited for at the end.
-void ring_pass(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t to, uint32_t from, int steps) {
-  std::vector<gw_request*> sends(size_t(steps), nullptr);
-  gw_request* recv = nullptr;
-  gw_status status = GW_OK;
-  for (int k = 0; k < steps && status == GW_OK; ++k) {
-    status = gw_recv_start(comm, in, from, uint32_t(k + 1), &recv);
-    if (status == GW_OK) status = gw_send_start(comm, out, to, uint32_t(k + 1), &sends[size_t(k)]);
-    if (status == GW_OK) status = gw_request_wait(recv, 60);
-    if (recv) gw_request_free(recv);
-    recv = nullptr;
-  }
-  for (gw_request* s : sends)
-    if (s) {
-      const gw_status b = gw_request_wait(s, 60);
-      if (status == GW_OK) status = b;
-      gw_request_free(s);
-    }
-  bench::check_bench(status, "a ring's step");
-}
-
-struct MessageTiming {
-  bool scheduled = false;  // the median at the smallest size too (else its fastest: the alpha)
-  bool call = false;       // one more entry: a one-f32 allreduce's median time
-  bool both_ways = false;  // both ranks send at once (an exchange) instead of a ping-pong
-  int ranks = 2;           // with both_ways: every rank sends to the next and receives from the previous
-  int group = 1;           // a sample: `group` consecutive exchanges after a barrier (when > 1), over their number
-};
-
-// One-way times between two forked local ranks over one UCX transport, at each size: the median, but the
-// fastest for the smallest size unless `scheduled` (its alpha: on a loaded machine the median measures
-// the scheduler; with both ranks on one core the scheduler is what is measured). A ping-pong (half a
-// round trip) or, with `both_ways`, both ranks sending at once (the time of the exchange: the copies of
-// the two directions share the memory's bandwidth, as in every step of the dense algorithms). With
-// `call`, one more entry: the median time of an allreduce of one f32 (a collective call's own cost).
-std::vector<double> message_times(const std::string& tls, const std::string& config,
-                                  const std::vector<uint64_t>& sizes, const MessageTiming& how) {
-  const bool both_ways = how.both_ways;
-  bench::RankSetup setup;
-  setup.config = config;
-  setup.timeout_s = 60;
-  const json r = bench::run_forked_ranks(how.ranks, {{"UCX_TLS", tls}}, setup, [&](gw_runtime*, gw_comm* comm) {
-    const uint32_t rank = gw_comm_rank(comm), n = gw_comm_size(comm), other = 1 - rank;
-    const uint32_t to = (rank + 1) % n, from = (rank + n - 1) % n;
-    std::vector<char> buf(sizes.back()), back(both_ways ? sizes.back() : 0);
-    json seconds = json::array();
-    for (uint64_t size : sizes) {
-      gw_tensor t = bench::bytes_tensor(buf.data(), size);
-      gw_tensor u = bench::bytes_tensor(back.data(), both_ways ? size : 0);
-      const int iters = size <= 65536 ? 200 : size <= (4 << 20) ? 40 : 10;
-      std::vector<double> samples;
-      for (int i = -2; i < iters; ++i) {
-        if (how.group > 1) bench::check_bench(gw_barrier(comm), "barrier");
-        const auto t0 = Clock::now();
-        if (both_ways) {
-          if (how.group > 1)
-            ring_pass(comm, &t, &u, to, from, how.group);
-          else
-            exchange_once(comm, &t, &u, to, from);
-          // The next exchange sends what arrived and receives into what was sent, as a ring's steps do:
-          // its bytes land on lines the partner has just read, whose copies in the partner's cache each
-          // write must invalidate. Into a buffer only this rank touches, 2 ranks' allreduces of 64 and
-          // 256 KiB ran 1.5 to 2 times the exchanges' time.
-          std::swap(t.data, u.data);
-        } else if (rank == 0) {
-          bench::check_bench(gw_send(comm, &t, other, 1), "send");
-          bench::check_bench(gw_recv(comm, &t, other, 1), "recv");
-        } else {
-          bench::check_bench(gw_recv(comm, &t, other, 1), "recv");
-          bench::check_bench(gw_send(comm, &t, other, 1), "send");
-        }
-        // An exchange's time is one message's; a ping-pong's round trip is two.
-        const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (i >= 0) samples.push_back(both_ways ? elapsed / how.group : elapsed / 2);
-      }
-      seconds.push_back(size == sizes.front() && !how.scheduled ? *std::min_element(samples.begin(), samples.end())
-                                                            : bench::summarize(samples).median);
-    }
-    if (how.call) {
-      float x = 1;
-      gw_tensor t = GW_TENSOR_INIT;
-      t.dtype = GW_DTYPE_F32;
-      t.data = &x;
-      t.count = 1;
-      std::vector<double> samples;
-      for (int i = -20; i < 200; ++i) {
-        const auto t0 = Clock::now();
-        bench::check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce of one f32");
-        if (i >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      }
-      seconds.push_back(bench::summarize(samples).median);
-    }
-    return seconds;
-  });
-  return r.get<std::vector<double>>();
-}
-
-// A ring's step with ranks two to a core: 2c ranks on c cores (c = 2 where this process may use two
-// cores, else 1; the ranks inherit this process's affinity, narrowed for the measurement), every rank
-// sending to the next and receiving from the previous at once. Timed as a collective runs it: from a
-// barrier, the 2 (2c - 1) steps of a ring allreduce's pass (ring_pass), the median over passes. (Single
-// steps' median reads the moments when a rank's partner happens to run on the other core: 1 us at
-// 4 KiB, a two-core exchange; a long run's mean reads the scheduler's time slices; steps that wait for
-// their own sends wait for every rendezvous receiver's answer, which the allreduce does not.)
-std::vector<double> ring_steps_two_per_core(const std::string& tls, const std::string& config,
-                                            const std::vector<uint64_t>& sizes) {
-  cpu_set_t all, few;
-  if (sched_getaffinity(0, sizeof all, &all) != 0) throw std::runtime_error("sched_getaffinity failed");
-  CPU_ZERO(&few);
-  int cores = 0;
-  for (int c = 0; c < CPU_SETSIZE && cores < 2; ++c)
-    if (CPU_ISSET(c, &all)) {
-      CPU_SET(c, &few);
-      ++cores;
-    }
-  if (sched_setaffinity(0, sizeof few, &few) != 0) throw std::runtime_error("sched_setaffinity failed");
-  try {
-    std::vector<double> t =
-        message_times(tls, config, sizes,
-                      {.scheduled = true, .both_ways = true, .ranks = 2 * cores, .group = 2 * (2 * cores - 1)});
-    sched_setaffinity(0, sizeof all, &all);
-    return t;
-  } catch (...) {
-    sched_setaffinity(0, sizeof all, &all);
-    throw;
-  }
-}
-
-// Per size, the median over `passes` runs of `measure` (each with ranks of its own): a shared machine
-// has busy phases longer than one pass, and one pass's 16 MiB exchange over shared memory read 2.2 to
-// 3.1 ms across calibrations of one hour.
-std::vector<double> median_of_passes(int passes, const std::function<std::vector<double>()>& measure) {
-  std::vector<std::vector<double>> runs;
-  for (int p = 0; p < passes; ++p) runs.push_back(measure());
-  std::vector<double> out(runs.front().size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    std::vector<double> at;
-    for (const auto& r : runs) at.push_back(r.at(i));
-    out[i] = bench::summarize(at).median;
-  }
-  return out;
-}
-
-constexpr int kTablePasses = 3;  // passes over shared memory's message table
-
-// alpha and beta of one UCX transport (the smallest message's time; the slope between 1 and 16 MiB),
-// and for shared memory the times of an exchange (both ranks sending at once) by message size and of a
-// ring's step with two ranks per core, and (into *call) what a collective call costs beyond its message: a
-// one-f32 allreduce's time less alpha.
+// alpha and beta of one UCX transport, for shared memory its tables, and (into *call) what a collective
+// call costs beyond its message (bench::LinkPasses).
 gw::model::Link measure_link(const std::string& tls, const std::string& config, double* call) {
-  const bool table = tls == "shm";
-  const std::vector<uint64_t> sizes =
-      table ? std::vector<uint64_t>{8, 4096, 16384, 32768, 65536, 262144, 1 << 20, 4 << 20, 16 << 20}
-            : std::vector<uint64_t>{8, 1 << 20, 16 << 20};
-  const MessageTiming how{.call = table, .both_ways = table};
-  std::vector<double> t =
-      median_of_passes(table ? kTablePasses : 1, [&] { return message_times(tls, config, sizes, how); });
-  gw::model::Link l;
-  if (table) {
-    *call = std::max(0.0, t.back() - t.front());
-    t.pop_back();
-  }
-  l.alpha = t.front();
-  const size_t mib = size_t(std::find(sizes.begin(), sizes.end(), uint64_t(1) << 20) - sizes.begin());
-  const double t1 = t[mib], t16 = t.back();  // 1 MiB and 16 MiB (the last size)
-  l.beta = t16 > t1 ? (t16 - t1) / double((16 << 20) - (1 << 20)) : t16 / double(16 << 20);
-  if (table) {
-    l.sizes.assign(sizes.begin(), sizes.end());
-    l.seconds = t;
-    l.crowded_seconds = median_of_passes(kTablePasses, [&] { return ring_steps_two_per_core(tls, config, sizes); });
-  }
-  return l;
+  bench::LinkPasses passes(tls, config);
+  for (int p = 0; p < (tls == "shm" ? kTablePasses : 1); ++p) passes.pass();
+  return passes.fit(call);
 }
-
-// Buffer sizes of the sum's table (Machine::sum_sizes); past the last one the model takes gamma, the sum
-// of --bytes (64 MiB by default, beyond the caches).
-const std::vector<uint64_t> kSumSizes = {256 << 10, 1 << 20, 4 << 20, 16 << 20};
 
 // gamma, the sum by buffer size, and every codec's costs, measured in this process.
 json measure_cpu(const CalibrateArgs& args) {
@@ -318,11 +137,7 @@ json measure_cpu(const CalibrateArgs& args) {
   const uint64_t chunk = 1 << 20;  // [collectives] pipeline_chunk_bytes' default
   json out = {{"gamma", gw::model::measure_gamma(args.bytes, spread_repetitions(args, uint64_t{1} << 30))},
               {"codecs", json::array()}};
-  // The median of passes that sum about 128 MiB in all (the buffers stay where the last pass left them).
-  json sums = json::array();
-  for (uint64_t size : kSumSizes)
-    sums.push_back(gw::model::measure_gamma(size, int(std::max<uint64_t>(3, (128u << 20) / size))));
-  out["sums"] = sums;
+  out["sums"] = bench::measure_sum_table();
   for (const std::string& name : args.codecs.empty() ? codec_names(rt.get()) : split(args.codecs)) {
     const gw::model::CodecCost c = measure(rt.get(), name, args, chunk);
     out["codecs"].push_back({{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio},
@@ -396,7 +211,7 @@ int run(const CalibrateArgs& args) {
   const json cpu = measure_cpu_concurrently(args, args.concurrent);
   m.machine.gamma = cpu["gamma"];
   for (size_t i = 0; i < cpu["sums"].size(); ++i) {
-    m.machine.sum_sizes.push_back(double(kSumSizes[i]));
+    m.machine.sum_sizes.push_back(double(bench::sum_table_sizes()[i]));
     m.machine.sum_seconds.push_back(cpu["sums"][i].get<double>());
   }
   std::cout << "gradwire calibrate: " << hw << " cores, " << std::max(1, args.concurrent)

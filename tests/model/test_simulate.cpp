@@ -191,4 +191,35 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   EXPECT_TRUE(tcp.sizes.empty());
 }
 
+// bench P4 predicts from shared memory's tables and the machine's sums measured in its own run (one pass
+// before each round), not from the file's: a file whose shared memory takes a millisecond per message
+// and a microsecond per byte still gets predictions of the size this machine's exchanges have, and the
+// file's own prediction is reported beside them.
+TEST(BenchP4, PredictsFromSharedMemoryMeasuredInTheSameRun) {
+  Dir d;
+  gw::model::Model m;
+  m.machine = {2, 1e-10};
+  m.links["shm"] = {1e-3, 1e-6};
+  m.codecs = {{"none", gw::model::CodecKind::Dense, 1, 0, 0}};
+  m.source = "test";
+  const std::string file = (d.path / "slow-shm.toml").string();
+  gw::model::save(m, file);
+  const auto r = gwtest::run_command(std::string(GW_CLI) + " bench --suite P4 --quick --repetitions 1 --json --model " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  int points = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.front() != '{') continue;
+    const auto j = nlohmann::json::parse(line);
+    ASSERT_TRUE(j.contains("predicted_ms") && j.contains("calibrated_predicted_ms")) << line;
+    const double in_run = j["predicted_ms"], from_file = j["calibrated_predicted_ms"];
+    EXPECT_GT(in_run, 0) << line;
+    EXPECT_LT(in_run, 50) << line;       // 4 KiB and 1 MiB over this machine's shared memory
+    EXPECT_GT(from_file, 1.0) << line;   // at least one millisecond-long message
+    EXPECT_NEAR(double(j["error"]), (in_run - double(j["ours"])) / double(j["ours"]), 1e-6) << line;
+    ++points;
+  }
+  EXPECT_EQ(points, 4) << r.output;  // 2 and 4 ranks, 4 KiB and 1 MiB
+}
+
 }  // namespace

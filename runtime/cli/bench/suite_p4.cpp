@@ -11,6 +11,13 @@
 //     every size, and each side's samples are pooled: a shared VM has phases of seconds to a minute in
 //     which everything runs at half speed, and one that fell on a single contiguous run of one side
 //     skewed its ratios (and the model's errors) at every size it covered.
+//   With --model, the cost model's prediction. Its shared-memory link (the exchange table, the crowded
+//     ring step, a collective call's cost) and the machine's sums (by buffer size and gamma) are measured
+//     again in this run, one pass before each round (bench::LinkPasses, as `calibrate` measures them),
+//     each figure the median of the passes before the rounds of its rank count: on a shared VM the
+//     exchanges move by half and more within minutes, and a calibration taken in another stretch of time
+//     predicted 2 ranks' 4 MiB +118 %. The model file gives the cores; the file's own prediction is
+//     reported beside it (calibrated_predicted_ms).
 // ratio = MPI median / ours median (target >= 1.0 from 1 MiB up). extra: busbw of both (GB/s, the
 // nccl-tests convention: bytes / time * 2 (n - 1) / n), the algorithm gradwire used, spreads.
 #include <gradwire/gradwire.h>
@@ -25,7 +32,9 @@
 
 #include "bench/bench.hpp"
 #include "bench/bench_ranks.hpp"
+#include "bench/link_tables.hpp"
 #include "bench/peer_extras.hpp"
+#include "model/measure.hpp"
 #include "model/model.hpp"
 
 namespace gwcli::bench {
@@ -84,6 +93,45 @@ std::vector<double> measure_mpi(int n, uint64_t size, int reps) {
   return mpi_peer_result(status, out, "P4: mpirun")["seconds"].get<std::vector<double>>();
 }
 
+// The model's inputs P4 measures in its own run (above): shared memory's passes and the machine's sums,
+// one pass each before every round.
+class InRunInputs {
+ public:
+  explicit InRunInputs(const std::string& config) : shm_("shm", config) {}
+  void pass() {
+    shm_.pass();
+    sums_.push_back(measure_sum_table());
+    gammas_.push_back(gw::model::measure_gamma(kGammaBytes, kGammaPasses));
+  }
+  // `file` with this run's shared-memory link (its cpu, as calibrate's, is beta) and sums.
+  gw::model::Model applied_to(gw::model::Model m) const {
+    double call = 0;
+    gw::model::Link shm = shm_.fit(&call);
+    shm.cpu = shm.beta;
+    m.links["shm"] = shm;
+    m.machine.call = call;
+    m.machine.gamma = summarize(gammas_).median;
+    m.machine.sum_sizes.assign(sum_table_sizes().begin(), sum_table_sizes().end());
+    m.machine.sum_seconds = median_by_index(sums_);
+    return m;
+  }
+
+ private:
+  static constexpr uint64_t kGammaBytes = 64 << 20;  // calibrate's default --bytes, beyond the caches
+  static constexpr int kGammaPasses = 16;            // 1 GiB, as calibrate's
+  LinkPasses shm_;
+  std::vector<std::vector<double>> sums_;
+  std::vector<double> gammas_;
+};
+
+double predict(const gw::model::Model& m, int n, uint64_t size) {
+  gw::model::Topology t;
+  t.nodes = 1, t.per_node = uint64_t(n), t.cores = m.machine.cores;
+  gw::model::use_machine(t, m.machine);
+  t.intra = t.inter = m.link(m.links.count("shm") ? "shm" : m.intra);
+  return gw::model::exchange(*m.codec("none"), double(size), t).total;
+}
+
 std::string size_name(uint64_t s) {
   if (s >= (1u << 20)) return std::to_string(s >> 20) + "MiB";
   return std::to_string(s >> 10) + "KiB";
@@ -99,7 +147,10 @@ void run_p4(const Options& o, const Emit& emit) {
   const int rounds = std::clamp(o.repetitions, 1, kRounds);
   for (int n : {2, 4}) {
     std::vector<std::vector<double>> ours(sizes.size()), mpi(sizes.size());
+    std::optional<InRunInputs> inputs;
+    if (model) inputs.emplace(o.config);
     for (int round = 0; round < rounds; ++round) {
+      if (inputs) inputs->pass();
       const int reps = o.repetitions / rounds + (round < o.repetitions % rounds ? 1 : 0);
       const json run = measure_ours(n, sizes, o, reps);  // every size in one launch, then MPI size by size
       for (size_t i = 0; i < sizes.size(); ++i) {
@@ -107,6 +158,7 @@ void run_p4(const Options& o, const Emit& emit) {
         for (double s : measure_mpi(n, sizes[i], reps)) mpi[i].push_back(s);
       }
     }
+    const std::optional<gw::model::Model> in_run = inputs ? std::optional(inputs->applied_to(*model)) : std::nullopt;
     for (size_t i = 0; i < sizes.size(); ++i) {
       const uint64_t size = sizes[i];
       const Stats us = summarize(ours[i]);
@@ -125,14 +177,12 @@ void run_p4(const Options& o, const Emit& emit) {
                 {"spread", us.spread},
                 {"peer_spread", peer.spread}}};
       if (size >= (1u << 20)) r.extra["target"] = ">= 1.0";
-      if (model) {  // the cost model's prediction: every rank on this host, over its shm link
-        gw::model::Topology t;
-        t.nodes = 1, t.per_node = uint64_t(n), t.cores = model->machine.cores;
-        gw::model::use_machine(t, model->machine);
-        t.intra = t.inter = model->link(model->links.count("shm") ? "shm" : model->intra);
-        const double p = gw::model::exchange(*model->codec("none"), double(size), t).total;
+      if (in_run) {  // the cost model's prediction: every rank on this host, over its shm link
+        const double p = predict(*in_run, n, size), f = predict(*model, n, size);
         r.extra["predicted_ms"] = p * 1e3;
         r.extra["error"] = (p - us.median) / us.median;
+        r.extra["calibrated_predicted_ms"] = f * 1e3;
+        r.extra["calibrated_error"] = (f - us.median) / us.median;
       }
       emit(r);
     }

@@ -1,0 +1,225 @@
+// The links' and the sum's measurements of the cost model (link_tables.hpp).
+#include "bench/link_tables.hpp"
+
+#include <gradwire/gradwire.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <utility>
+
+#include "bench/bench.hpp"
+#include "bench/bench_ranks.hpp"
+#include "model/measure.hpp"
+
+namespace gwcli::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// Both ranks send one message and receive the other's at once (a step of a ring or of recursive
+// doubling); blocks until both complete.
+void exchange_once(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t to, uint32_t from) {
+  gw_request *send = nullptr, *recv = nullptr;
+  check_bench(gw_recv_start(comm, in, from, 1, &recv), "receive");
+  check_bench(gw_send_start(comm, out, to, 1, &send), "send");
+  const gw_status a = gw_request_wait(recv, 60), b = gw_request_wait(send, 60);
+  gw_request_free(recv);
+  gw_request_free(send);
+  check_bench(a, "receive");
+  check_bench(b, "send");
+}
+
+// `steps` steps of a ring as its allreduce runs them: a rank sends its step k + 1 message as soon as
+// its step k message has arrived (it forwards what it received), without waiting for its own step k
+// send to complete; the sends are waited for at the end.
+void ring_pass(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t to, uint32_t from, int steps) {
+  std::vector<gw_request*> sends(size_t(steps), nullptr);
+  gw_request* recv = nullptr;
+  gw_status status = GW_OK;
+  for (int k = 0; k < steps && status == GW_OK; ++k) {
+    status = gw_recv_start(comm, in, from, uint32_t(k + 1), &recv);
+    if (status == GW_OK) status = gw_send_start(comm, out, to, uint32_t(k + 1), &sends[size_t(k)]);
+    if (status == GW_OK) status = gw_request_wait(recv, 60);
+    if (recv) gw_request_free(recv);
+    recv = nullptr;
+  }
+  for (gw_request* s : sends)
+    if (s) {
+      const gw_status b = gw_request_wait(s, 60);
+      if (status == GW_OK) status = b;
+      gw_request_free(s);
+    }
+  check_bench(status, "a ring's step");
+}
+
+struct MessageTiming {
+  bool scheduled = false;  // the median at the smallest size too (else its fastest: the alpha)
+  bool call = false;       // one more entry: a one-f32 allreduce's median time
+  bool both_ways = false;  // both ranks send at once (an exchange) instead of a ping-pong
+  int ranks = 2;           // with both_ways: every rank sends to the next and receives from the previous
+  int group = 1;           // a sample: `group` consecutive exchanges after a barrier (when > 1), over their number
+};
+
+// One-way times between two forked local ranks over one UCX transport, at each size: the median, but the
+// fastest for the smallest size unless `scheduled` (its alpha: on a loaded machine the median measures
+// the scheduler; with both ranks on one core the scheduler is what is measured). A ping-pong (half a
+// round trip) or, with `both_ways`, both ranks sending at once (the time of the exchange: the copies of
+// the two directions share the memory's bandwidth, as in every step of the dense algorithms). With
+// `call`, one more entry: the median time of an allreduce of one f32 (a collective call's own cost).
+std::vector<double> message_times(const std::string& tls, const std::string& config,
+                                  const std::vector<uint64_t>& sizes, const MessageTiming& how) {
+  const bool both_ways = how.both_ways;
+  RankSetup setup;
+  setup.config = config;
+  setup.timeout_s = 60;
+  const json r = run_forked_ranks(how.ranks, {{"UCX_TLS", tls}}, setup, [&](gw_runtime*, gw_comm* comm) {
+    const uint32_t rank = gw_comm_rank(comm), n = gw_comm_size(comm), other = 1 - rank;
+    const uint32_t to = (rank + 1) % n, from = (rank + n - 1) % n;
+    std::vector<char> buf(sizes.back()), back(both_ways ? sizes.back() : 0);
+    json seconds = json::array();
+    for (uint64_t size : sizes) {
+      gw_tensor t = bytes_tensor(buf.data(), size);
+      gw_tensor u = bytes_tensor(back.data(), both_ways ? size : 0);
+      const int iters = size <= 65536 ? 200 : size <= (4 << 20) ? 40 : 10;
+      std::vector<double> samples;
+      for (int i = -2; i < iters; ++i) {
+        if (how.group > 1) check_bench(gw_barrier(comm), "barrier");
+        const auto t0 = Clock::now();
+        if (both_ways) {
+          if (how.group > 1)
+            ring_pass(comm, &t, &u, to, from, how.group);
+          else
+            exchange_once(comm, &t, &u, to, from);
+          // The next exchange sends what arrived and receives into what was sent, as a ring's steps do:
+          // its bytes land on lines the partner has just read, whose copies in the partner's cache each
+          // write must invalidate. Into a buffer only this rank touches, 2 ranks' allreduces of 64 and
+          // 256 KiB ran 1.5 to 2 times the exchanges' time.
+          std::swap(t.data, u.data);
+        } else if (rank == 0) {
+          check_bench(gw_send(comm, &t, other, 1), "send");
+          check_bench(gw_recv(comm, &t, other, 1), "recv");
+        } else {
+          check_bench(gw_recv(comm, &t, other, 1), "recv");
+          check_bench(gw_send(comm, &t, other, 1), "send");
+        }
+        // An exchange's time is one message's; a ping-pong's round trip is two.
+        const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (i >= 0) samples.push_back(both_ways ? elapsed / how.group : elapsed / 2);
+      }
+      seconds.push_back(size == sizes.front() && !how.scheduled ? *std::min_element(samples.begin(), samples.end())
+                                                            : summarize(samples).median);
+    }
+    if (how.call) {
+      float x = 1;
+      gw_tensor t = GW_TENSOR_INIT;
+      t.dtype = GW_DTYPE_F32;
+      t.data = &x;
+      t.count = 1;
+      std::vector<double> samples;
+      for (int i = -20; i < 200; ++i) {
+        const auto t0 = Clock::now();
+        check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce of one f32");
+        if (i >= 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      seconds.push_back(summarize(samples).median);
+    }
+    return seconds;
+  });
+  return r.get<std::vector<double>>();
+}
+
+// A ring's step with ranks two to a core: 2c ranks on c cores (c = 2 where this process may use two
+// cores, else 1; the ranks inherit this process's affinity, narrowed for the measurement), every rank
+// sending to the next and receiving from the previous at once. Timed as a collective runs it: from a
+// barrier, the 2 (2c - 1) steps of a ring allreduce's pass (ring_pass), the median over passes. (Single
+// steps' median reads the moments when a rank's partner happens to run on the other core: 1 us at
+// 4 KiB, a two-core exchange; a long run's mean reads the scheduler's time slices; steps that wait for
+// their own sends wait for every rendezvous receiver's answer, which the allreduce does not.)
+std::vector<double> ring_steps_two_per_core(const std::string& tls, const std::string& config,
+                                            const std::vector<uint64_t>& sizes) {
+  cpu_set_t all, few;
+  if (sched_getaffinity(0, sizeof all, &all) != 0) throw std::runtime_error("sched_getaffinity failed");
+  CPU_ZERO(&few);
+  int cores = 0;
+  for (int c = 0; c < CPU_SETSIZE && cores < 2; ++c)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &few);
+      ++cores;
+    }
+  if (sched_setaffinity(0, sizeof few, &few) != 0) throw std::runtime_error("sched_setaffinity failed");
+  try {
+    std::vector<double> t =
+        message_times(tls, config, sizes,
+                      {.scheduled = true, .both_ways = true, .ranks = 2 * cores, .group = 2 * (2 * cores - 1)});
+    sched_setaffinity(0, sizeof all, &all);
+    return t;
+  } catch (...) {
+    sched_setaffinity(0, sizeof all, &all);
+    throw;
+  }
+}
+
+const std::vector<uint64_t> kShmSizes = {8, 4096, 16384, 32768, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
+const std::vector<uint64_t> kTcpSizes = {8, 1 << 20, 16 << 20};
+
+}  // namespace
+
+LinkPasses::LinkPasses(std::string tls, std::string config)
+    : tls_(std::move(tls)), config_(std::move(config)), sizes_(tls_ == "shm" ? kShmSizes : kTcpSizes) {}
+
+void LinkPasses::pass() {
+  const bool table = tls_ == "shm";
+  exchanges_.push_back(message_times(tls_, config_, sizes_, {.call = table, .both_ways = table}));
+  if (table) crowded_.push_back(ring_steps_two_per_core(tls_, config_, sizes_));
+}
+
+gw::model::Link LinkPasses::fit(double* call) const {
+  if (exchanges_.empty()) throw std::logic_error("LinkPasses::fit before any pass");
+  const bool table = tls_ == "shm";
+  std::vector<double> t = median_by_index(exchanges_);
+  *call = 0;
+  if (table) {
+    *call = std::max(0.0, t.back() - t.front());
+    t.pop_back();
+  }
+  gw::model::Link l;
+  l.alpha = t.front();
+  const size_t mib = size_t(std::find(sizes_.begin(), sizes_.end(), uint64_t(1) << 20) - sizes_.begin());
+  const double t1 = t[mib], t16 = t.back();  // 1 MiB and 16 MiB (the last size)
+  l.beta = t16 > t1 ? (t16 - t1) / double((16 << 20) - (1 << 20)) : t16 / double(16 << 20);
+  if (table) {
+    l.sizes.assign(sizes_.begin(), sizes_.end());
+    l.seconds = t;
+    l.crowded_seconds = median_by_index(crowded_);
+  }
+  return l;
+}
+
+const std::vector<uint64_t>& sum_table_sizes() {
+  static const std::vector<uint64_t> sizes = {256 << 10, 1 << 20, 4 << 20, 16 << 20};
+  return sizes;
+}
+
+std::vector<double> measure_sum_table() {
+  std::vector<double> out;
+  for (uint64_t size : sum_table_sizes())
+    out.push_back(gw::model::measure_gamma(size, int(std::max<uint64_t>(3, (128u << 20) / size))));
+  return out;
+}
+
+std::vector<double> median_by_index(const std::vector<std::vector<double>>& rows) {
+  if (rows.empty()) return {};
+  std::vector<double> out(rows.front().size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::vector<double> at;
+    for (const auto& r : rows) at.push_back(r.at(i));
+    out[i] = summarize(at).median;
+  }
+  return out;
+}
+
+}  // namespace gwcli::bench
