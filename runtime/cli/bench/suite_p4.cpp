@@ -103,7 +103,7 @@ class InRunInputs {
     sums_.push_back(measure_sum_table());
     gammas_.push_back(gw::model::measure_gamma(kGammaBytes, kGammaPasses));
   }
-  // `file` with this run's shared-memory link (its cpu, as calibrate's, is beta) and sums.
+  // The model file's `m` with this run's shared-memory link (its cpu, as calibrate's, is beta) and sums.
   gw::model::Model applied_to(gw::model::Model m) const {
     double call = 0;
     gw::model::Link shm = shm_.fit(&call);
