@@ -169,20 +169,18 @@ const std::vector<uint64_t> kTcpSizes = {8, 1 << 20, 16 << 20};
 }  // namespace
 
 LinkPasses::LinkPasses(std::string tls, std::string config)
-    : tls_(std::move(tls)), config_(std::move(config)), sizes_(tls_ == "shm" ? kShmSizes : kTcpSizes) {}
+    : tls_(std::move(tls)), config_(std::move(config)), table_(tls_ == "shm"), sizes_(table_ ? kShmSizes : kTcpSizes) {}
 
 void LinkPasses::pass() {
-  const bool table = tls_ == "shm";
-  exchanges_.push_back(message_times(tls_, config_, sizes_, {.call = table, .both_ways = table}));
-  if (table) crowded_.push_back(ring_steps_two_per_core(tls_, config_, sizes_));
+  exchanges_.push_back(message_times(tls_, config_, sizes_, {.call = table_, .both_ways = table_}));
+  if (table_) crowded_.push_back(ring_steps_two_per_core(tls_, config_, sizes_));
 }
 
 gw::model::Link LinkPasses::fit(double* call) const {
   if (exchanges_.empty()) throw std::logic_error("LinkPasses::fit before any pass");
-  const bool table = tls_ == "shm";
   std::vector<double> t = median_by_index(exchanges_);
   *call = 0;
-  if (table) {
+  if (table_) {
     *call = std::max(0.0, t.back() - t.front());
     t.pop_back();
   }
@@ -191,7 +189,7 @@ gw::model::Link LinkPasses::fit(double* call) const {
   const size_t mib = size_t(std::find(sizes_.begin(), sizes_.end(), uint64_t(1) << 20) - sizes_.begin());
   const double t1 = t[mib], t16 = t.back();  // 1 MiB and 16 MiB (the last size)
   l.beta = t16 > t1 ? (t16 - t1) / double((16 << 20) - (1 << 20)) : t16 / double(16 << 20);
-  if (table) {
+  if (table_) {
     l.sizes.assign(sizes_.begin(), sizes_.end());
     l.seconds = t;
     l.crowded_seconds = median_by_index(crowded_);

@@ -23,13 +23,13 @@ class LinkPasses {
  public:
   LinkPasses(std::string tls, std::string config);
   void pass();  // one more pass (forks its ranks; a second or two for shm)
-  size_t passes() const { return exchanges_.size(); }
   // The link (cpu unset) from the passes so far (at least one); *call: the collective call's own cost
   // (shm; 0 for tcp).
   gw::model::Link fit(double* call) const;
 
  private:
   std::string tls_, config_;
+  bool table_;  // shared memory: the exchanges both ways, by size, and the crowded step
   std::vector<uint64_t> sizes_;
   std::vector<std::vector<double>> exchanges_, crowded_;
 };
