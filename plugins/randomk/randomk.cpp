@@ -29,15 +29,49 @@ uint32_t element_bits(const void* data, gw_dtype dtype, uint64_t i) {
   return gwc::load_le16(static_cast<const uint8_t*>(data) + 2 * i);
 }
 
-// Calls fn(j, stratum) for j in [0, k), one Philox block per four coordinates.
+// Calls fn(j, stratum) for j in [0, k), one Philox block per four coordinates. The strata's bounds
+// floor(j n / k) advance by quotient and remainder instead of two divisions per coordinate; they are
+// the values stratum() computes (randomk_coords.hpp, which the CUDA kernels call).
 template <class Fn>
 void for_each_coordinate(const Preamble& p, uint64_t n, Fn&& fn) {
+  if (p.k == 0) return;
   const gwc::RandomStream stream = coordinate_stream(p.seed, p.step);
+  const uint64_t step = n / p.k, extra = n % p.k;
+  uint64_t start = 0, remainder = 0;  // start = floor(j n / k), remainder = j n mod k
   uint32_t words[4];
   for (uint64_t j = 0; j < p.k; ++j) {
     if ((j & 3u) == 0) stream.block(j >> 2, words);
-    fn(j, stratum(j, n, p.k, words[j & 3u]));
+    uint64_t end = start + step;
+    remainder += extra;
+    if (remainder >= p.k) remainder -= p.k, ++end;
+    const uint64_t length = end - start;
+    fn(j, Stratum{start + ((uint64_t{words[j & 3u]} * length) >> 32), length});
+    start = end;
   }
+}
+
+// Calls fn(j, stratum) as for_each_coordinate does, after a prefetch of each coordinate's element a
+// block of coordinates ahead. One element is kept per stratum, n / k elements apart: read as they are
+// drawn, each load misses the caches and waits for the one before (encoding was bound by memory
+// latency). Drawn a block ahead, the block's loads are in flight together.
+template <class Fn>
+void for_each_coordinate_prefetched(const Preamble& p, const gw_tensor& in, Fn&& fn) {
+  constexpr uint64_t kBlock = 64;
+  Stratum block[kBlock];
+  const uint64_t size = in.dtype == GW_DTYPE_F32 ? 4 : 2;
+  const auto* data = static_cast<const uint8_t*>(in.data);
+  uint64_t filled = 0, first = 0;
+  for_each_coordinate(p, in.count, [&](uint64_t j, Stratum s) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(data + size * s.position);
+#endif
+    block[filled++] = s;
+    if (filled == kBlock) {
+      for (uint64_t i = 0; i < filled; ++i) fn(first + i, block[i]);
+      first = j + 1, filled = 0;
+    }
+  });
+  for (uint64_t i = 0; i < filled; ++i) fn(first + i, block[i]);
 }
 
 class RandomK final : public gwc::SparseCodec<CudaRandomK> {
@@ -70,7 +104,7 @@ class RandomK final : public gwc::SparseCodec<CudaRandomK> {
     write_preamble(p, out);
     uint8_t* values = out + kPreambleBytes;
     const uint32_t vb = gwc::sparse_value_bytes(values_);
-    for_each_coordinate(p, in.count, [&](uint64_t j, Stratum s) {
+    for_each_coordinate_prefetched(p, in, [&](uint64_t j, Stratum s) {
       float v = gwc::element_to_f32(in.dtype, element_bits(in.data, in.dtype, s.position));
       if (rescale_) v = gwc::mul_rn(v, static_cast<float>(s.length));
       gwc::write_sparse_value(values_, values + vb * j, gwc::sparse_value_bits(values_, v));

@@ -3,6 +3,7 @@
 #include <random>
 #include <set>
 
+#include "randomk_coords.hpp"
 #include "sparse_test.hpp"
 
 namespace {
@@ -61,6 +62,27 @@ TEST(RandomkCodec, OneCoordinatePerStratum) {
   for (size_t j = 0; j < idx.size(); ++j) {
     EXPECT_GE(idx[j], j * n / 97);
     EXPECT_LT(idx[j], (j + 1) * n / 97);
+  }
+}
+
+// The CPU encoder draws its coordinates incrementally and reads them a block ahead; they must be the
+// ones the shared formula (randomk_coords.hpp, which the CUDA kernels call) gives, in order, for sizes
+// where n / k is not whole and blocks end part-filled.
+TEST(RandomkCodec, CoordinatesAreTheSharedFormulas) {
+  for (const uint64_t k : {uint64_t{1}, uint64_t{3}, uint64_t{64}, uint64_t{65}, uint64_t{977}, uint64_t{4099}}) {
+    Codec c("randomk", "[codec.randomk]\nk = " + std::to_string(k) + "\n");
+    const uint64_t n = 1000003;  // prime: every k leaves a remainder
+    std::vector<float> x(n);
+    for (uint64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i);  // exact below 2^24: a value names its index
+    const auto body = gwsparse::body_of(c.encode(x, GW_DTYPE_F32, 11, 5));
+    ASSERT_EQ(body.size(), 24 + 4 * k);
+    const gwc::RandomStream stream = gwrandomk::coordinate_stream(11, 5);
+    for (uint64_t j = 0; j < k; ++j) {
+      float v;
+      std::memcpy(&v, body.data() + 24 + 4 * j, 4);
+      const gwrandomk::Stratum s = gwrandomk::stratum(j, n, k, stream.word(j));
+      ASSERT_EQ(static_cast<uint64_t>(v), s.position) << "k=" << k << " j=" << j;
+    }
   }
 }
 
