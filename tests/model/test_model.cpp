@@ -335,15 +335,19 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   Link fast = shm;
   fast.crowded_seconds[0] = 1e-6;
   EXPECT_NEAR(at_message(fast, 8, 2).alpha, 1e-6, 1e-15);
-  // The ring of 2 ranks on a buffer of 4 MiB: 2 alpha of its 2 MiB messages, and 4 MiB at the beta of
-  // the 4 MiB buffer it sweeps (not of its 2 MiB messages, which alone would fit the caches), plus the
-  // reduction (gamma 0 here).
+  // The ring of 4 ranks on a buffer of 8 MiB: 6 alpha of its 2 MiB messages, and 12 MiB at the beta of
+  // the exchange of 4 MiB each way, which sweeps as many bytes per rank as the ring does (not of its 2 MiB
+  // messages, which alone would fit the caches), plus the reduction (gamma 0 here).
+  Topology t4 = flat(4, 0, 0);
+  t4.intra = t4.inter = shm;
+  const Cost ring = exchange(kNone, 8 << 20, t4);
+  const double at4 = at_message(shm, 4 << 20, 1).beta;
+  EXPECT_NEAR(ring.total, 6e-6 + (12 << 20) * at4, 1e-12);
+  EXPECT_GT(std::abs(ring.total - (6e-6 + (12 << 20) * at2.beta)), 1e-5);
+  // 2 ranks on 4 MiB: the blocks are the buffer's half, and the exchange of 2 MiB each way is their own.
   Topology t = flat(2, 0, 0);
   t.intra = t.inter = shm;
-  const Cost ring = exchange(kNone, 4 << 20, t);
-  const double at4 = at_message(shm, 4 << 20, 1).beta;
-  EXPECT_NEAR(ring.total, 2e-6 + (4 << 20) * at4, 1e-12);
-  EXPECT_GT(std::abs(ring.total - (2e-6 + (4 << 20) * at2.beta)), 1e-5);
+  EXPECT_NEAR(exchange(kNone, 4 << 20, t).total, 2e-6 + (4 << 20) * at2.beta, 1e-12);
   // But a step is never faster than its block's exchange alone: 32 KiB blocks that go by a slower
   // protocol than the 64 KiB buffer's rate.
   Link rndv{1e-6, 1e-10, 1e-10};
@@ -352,11 +356,11 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   t.intra = t.inter = rndv;
   EXPECT_NEAR(exchange(kNone, 64 << 10, t).total, 2e-6 + (64 << 10) * 4e-10, 1e-12);
   // 4 ranks on 2 cores, 32 KiB: alpha and its hand-over are the 8 KiB blocks' (interpolated between 8 B
-  // and 1 MiB), the copies the 32 KiB buffer's; the hand-over is what the crowded step takes beyond the
-  // 8 KiB step stretched at that (slightly slower) beta.
+  // and 1 MiB), the copies the 32 KiB buffer's (the exchange of 16 KiB each way); the hand-over is what
+  // the crowded step takes beyond the 8 KiB step stretched at that (slightly slower) beta.
   const Cost small = exchange(kNone, 32 << 10, nodes_of(1, 4, shm, shm, 2), Algorithm::Ring);
   const Link block = at_message(shm, 8 << 10, 2);
-  const double swept_beta = at_message(shm, 32 << 10, 2).beta;
+  const double swept_beta = at_message(shm, 16 << 10, 2).beta;
   ASSERT_GT(swept_beta, block.beta);
   EXPECT_NEAR(small.latency, 6 * (block.alpha - 2 * (8 << 10) * (swept_beta - block.beta)), 1e-12);
   EXPECT_NEAR(small.wire, 1.5 * (32 << 10) * swept_beta, 1e-15);

@@ -174,9 +174,9 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   ASSERT_EQ(m.machine.sum_sizes.size(), 4u) << r.output;
   for (double s : m.machine.sum_seconds) EXPECT_GT(s, 0) << r.output;
   const gw::model::Link& shm = m.link("shm");
-  ASSERT_EQ(shm.sizes.size(), 9u) << r.output;
-  ASSERT_EQ(shm.seconds.size(), 9u);
-  ASSERT_EQ(shm.crowded_seconds.size(), 9u);
+  ASSERT_EQ(shm.sizes.size(), 11u) << r.output;
+  ASSERT_EQ(shm.seconds.size(), 11u);
+  ASSERT_EQ(shm.crowded_seconds.size(), 11u);
   EXPECT_EQ(shm.sizes.back(), double(16 << 20));
   for (size_t i = 0; i < shm.sizes.size(); ++i) {
     EXPECT_GT(shm.seconds[i], 0) << i;
