@@ -60,11 +60,12 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
   // Each step moves a block: alpha (and the hand-over between ranks sharing a core) is a block's. The
   // copies run at the speed of the buffer the ring sweeps, M on every rank: a block read or written
   // for the first time is as far from the caches as the buffer it belongs to, whatever its own size.
-  // The table's exchange of M / 2 each way sweeps as much (M / 2 sent and M / 2 received per rank).
+  // The table's exchange of X each way keeps 2 X bytes on each core (X sent and X received by its one
+  // rank), and the ring's s ranks per core keep s M: the exchange of s M / 2 sweeps as much.
   // A step is never faster than the block's exchange alone, though (its protocol's handshakes: a 32 KiB
   // block goes by rendezvous).
   Link l = at_message(link, M / n, 1);
-  const Link swept = at_message(link, M / 2, 1);
+  const Link swept = at_message(link, s * M / 2, 1);
   if (swept.beta > l.beta) {
     l.beta = swept.beta;
     l.cpu = swept.cpu;

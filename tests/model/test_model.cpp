@@ -356,11 +356,12 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   t.intra = t.inter = rndv;
   EXPECT_NEAR(exchange(kNone, 64 << 10, t).total, 2e-6 + (64 << 10) * 4e-10, 1e-12);
   // 4 ranks on 2 cores, 32 KiB: alpha and its hand-over are the 8 KiB blocks' (interpolated between 8 B
-  // and 1 MiB), the copies the 32 KiB buffer's (the exchange of 16 KiB each way); the hand-over is what
-  // the crowded step takes beyond the 8 KiB step stretched at that (slightly slower) beta.
+  // and 1 MiB), the copies the 32 KiB buffer's (two ranks per core keep 64 KiB there, as the exchange of
+  // 32 KiB each way does); the hand-over is what the crowded step takes beyond the 8 KiB step stretched at
+  // that (slightly slower) beta.
   const Cost small = exchange(kNone, 32 << 10, nodes_of(1, 4, shm, shm, 2), Algorithm::Ring);
   const Link block = at_message(shm, 8 << 10, 2);
-  const double swept_beta = at_message(shm, 16 << 10, 2).beta;
+  const double swept_beta = at_message(shm, 32 << 10, 2).beta;
   ASSERT_GT(swept_beta, block.beta);
   EXPECT_NEAR(small.latency, 6 * (block.alpha - 2 * (8 << 10) * (swept_beta - block.beta)), 1e-12);
   EXPECT_NEAR(small.wire, 1.5 * (32 << 10) * swept_beta, 1e-15);
