@@ -12,6 +12,7 @@
 //   offset 24 k values, 4 or 2 bytes each, in coordinate order
 #include <gradwire/plugin.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -29,49 +30,59 @@ uint32_t element_bits(const void* data, gw_dtype dtype, uint64_t i) {
   return gwc::load_le16(static_cast<const uint8_t*>(data) + 2 * i);
 }
 
-// Calls fn(j, stratum) for j in [0, k), one Philox block per four coordinates. The strata's bounds
-// floor(j n / k) advance by quotient and remainder instead of two divisions per coordinate; they are
-// the values stratum() computes (randomk_coords.hpp, which the CUDA kernels call).
+// The coordinates in order, as stratum() draws them (randomk_coords.hpp, which the CUDA kernels call),
+// one Philox block per four. The strata's bounds floor(j n / k) advance by quotient and remainder
+// instead of two divisions per coordinate.
+class Coordinates {
+ public:
+  Coordinates(const Preamble& p, uint64_t n)
+      : stream_(coordinate_stream(p.seed, p.step)), k_(p.k), step_(k_ ? n / k_ : 0), extra_(k_ ? n % k_ : 0) {}
+
+  Stratum next() {
+    if ((j_ & 3u) == 0) stream_.block(j_ >> 2, words_);
+    uint64_t end = start_ + step_;
+    remainder_ += extra_;
+    if (remainder_ >= k_) remainder_ -= k_, ++end;
+    const Stratum s = draw(start_, end - start_, words_[j_++ & 3u]);
+    start_ = end;
+    return s;
+  }
+
+ private:
+  gwc::RandomStream stream_;
+  uint64_t k_, step_, extra_;
+  uint64_t j_ = 0, start_ = 0, remainder_ = 0;  // start_ = floor(j n / k), remainder_ = j n mod k
+  uint32_t words_[4] = {};
+};
+
+// Calls fn(j, stratum) for j in [0, k).
 template <class Fn>
 void for_each_coordinate(const Preamble& p, uint64_t n, Fn&& fn) {
-  if (p.k == 0) return;
-  const gwc::RandomStream stream = coordinate_stream(p.seed, p.step);
-  const uint64_t step = n / p.k, extra = n % p.k;
-  uint64_t start = 0, remainder = 0;  // start = floor(j n / k), remainder = j n mod k
-  uint32_t words[4];
-  for (uint64_t j = 0; j < p.k; ++j) {
-    if ((j & 3u) == 0) stream.block(j >> 2, words);
-    uint64_t end = start + step;
-    remainder += extra;
-    if (remainder >= p.k) remainder -= p.k, ++end;
-    const uint64_t length = end - start;
-    fn(j, Stratum{start + ((uint64_t{words[j & 3u]} * length) >> 32), length});
-    start = end;
-  }
+  Coordinates c(p, n);
+  for (uint64_t j = 0; j < p.k; ++j) fn(j, c.next());
 }
 
-// Calls fn(j, stratum) as for_each_coordinate does, after a prefetch of each coordinate's element a
-// block of coordinates ahead. One element is kept per stratum, n / k elements apart: read as they are
-// drawn, each load misses the caches and waits for the one before (encoding was bound by memory
-// latency). Drawn a block ahead, the block's loads are in flight together.
+// As for_each_coordinate, with each coordinate's element of `in` prefetched a block of coordinates
+// ahead. One element is kept per stratum, n / k elements apart: read as they are drawn, each load misses
+// the caches and waits for the one before (encoding was bound by memory latency). Drawn a block ahead,
+// the block's loads are in flight together.
 template <class Fn>
 void for_each_coordinate_prefetched(const Preamble& p, const gw_tensor& in, Fn&& fn) {
   constexpr uint64_t kBlock = 64;
   Stratum block[kBlock];
-  const uint64_t size = in.dtype == GW_DTYPE_F32 ? 4 : 2;
+  const uint64_t size = gwc::dtype_size(in.dtype);
   const auto* data = static_cast<const uint8_t*>(in.data);
-  uint64_t filled = 0, first = 0;
-  for_each_coordinate(p, in.count, [&](uint64_t j, Stratum s) {
+  Coordinates c(p, in.count);
+  for (uint64_t first = 0; first < p.k; first += kBlock) {
+    const uint64_t m = std::min(kBlock, p.k - first);
+    for (uint64_t i = 0; i < m; ++i) {
+      block[i] = c.next();
 #if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(data + size * s.position);
+      __builtin_prefetch(data + size * block[i].position);
 #endif
-    block[filled++] = s;
-    if (filled == kBlock) {
-      for (uint64_t i = 0; i < filled; ++i) fn(first + i, block[i]);
-      first = j + 1, filled = 0;
     }
-  });
-  for (uint64_t i = 0; i < filled; ++i) fn(first + i, block[i]);
+    for (uint64_t i = 0; i < m; ++i) fn(first + i, block[i]);
+  }
 }
 
 class RandomK final : public gwc::SparseCodec<CudaRandomK> {

@@ -19,11 +19,15 @@ struct Stratum {
   uint64_t length;
 };
 
+// The coordinate a stream word draws in the stratum [start, start + length).
+GW_HD Stratum draw(uint64_t start, uint64_t length, uint32_t word) {
+  return Stratum{start + (((uint64_t)word * length) >> 32), length};
+}
+
 // Coordinate j of k over n elements (n, k < 2^32, 0 < k <= n), given the stream's word j.
 GW_HD Stratum stratum(uint64_t j, uint64_t n, uint64_t k, uint32_t word) {
   const uint64_t start = j * n / k;
-  const uint64_t length = (j + 1) * n / k - start;
-  return Stratum{start + (((uint64_t)word * length) >> 32), length};
+  return draw(start, (j + 1) * n / k - start, word);
 }
 
 GW_HD gwc::RandomStream coordinate_stream(uint64_t seed, uint64_t step) {

@@ -163,7 +163,8 @@ std::vector<double> ring_steps_two_per_core(const std::string& tls, const std::s
   }
 }
 
-const std::vector<uint64_t> kShmSizes = {8, 4096, 16384, 32768, 65536, 262144, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20};
+const std::vector<uint64_t> kShmSizes = {8,       4096,    16384,   32768,   65536,   262144,
+                                         1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20};
 const std::vector<uint64_t> kTcpSizes = {8, 1 << 20, 16 << 20};
 
 }  // namespace
