@@ -355,27 +355,39 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   rndv.seconds = {1e-6, 1e-6 + (32 << 10) * 4e-10, 1e-6 + (64 << 10) * 1e-10};
   t.intra = t.inter = rndv;
   EXPECT_NEAR(exchange(kNone, 64 << 10, t).total, 2e-6 + (64 << 10) * 4e-10, 1e-12);
-  // 4 ranks on 2 cores, 32 KiB: alpha and its hand-over are the 8 KiB blocks' (interpolated between 8 B
-  // and 1 MiB), the copies the 32 KiB buffer's (two ranks per core keep 64 KiB there, as the exchange of
-  // 32 KiB each way does); the hand-over is what the crowded step takes beyond the 8 KiB step stretched at
-  // that (slightly slower) beta.
+  // A ring with ranks sharing cores takes the crowded table's step of its block, held against the
+  // two-core exchange that keeps as many bytes on a core (two ranks per core each send and receive a
+  // block: the exchange of two blocks). 4 ranks on 2 cores, 32 KiB: 8 KiB blocks against the exchange of
+  // 16 KiB; the crowded step is the slower by its hand-over (once per step with s = 2), and its copies
+  // are that exchange's, at the slower of its beta and the 32 KiB buffer's (two ranks per core keep
+  // 64 KiB there, as the exchange of 32 KiB each way does).
   const Cost small = exchange(kNone, 32 << 10, nodes_of(1, 4, shm, shm, 2), Algorithm::Ring);
-  const Link block = at_message(shm, 8 << 10, 2);
-  const double swept_beta = at_message(shm, 32 << 10, 2).beta;
-  ASSERT_GT(swept_beta, block.beta);
-  EXPECT_NEAR(small.latency, 6 * (block.alpha - 2 * (8 << 10) * (swept_beta - block.beta)), 1e-12);
-  EXPECT_NEAR(small.wire, 1.5 * (32 << 10) * swept_beta, 1e-15);
-  // 4 ranks, 16 MiB (4 MiB blocks) on a table whose 16 MiB exchange streams from memory: the 4 MiB blocks'
-  // copies at the 16 MiB buffer's beta, stretched by 2, take longer than the crowded step of 4 MiB (whose
-  // own copies ran out of the caches too): no hand-over, and each of the 6 steps is the crowded step.
+  const auto line = [&](double x) {  // the table's first segment, 8 B to 1 MiB
+    return 1e-6 + (x - 8) * ((1 << 20) * 1e-10) / ((1 << 20) - 8);
+  };
+  const double hand8k = 50e-6 + (20e-6 - 50e-6) * ((8 << 10) - 8) / ((1 << 20) - 8);
+  const double crowded8k = 2 * line(8 << 10) - 1e-6 + hand8k;
+  const double same16k = line(16 << 10);
+  ASSERT_GT(crowded8k, same16k);
+  const double beta_same = (same16k - 1e-6) / (16 << 10), beta_swept = (line(32 << 10) - 1e-6) / (32 << 10);
+  EXPECT_NEAR(small.latency, 6 * (1e-6 + crowded8k - same16k), 1e-12);
+  EXPECT_NEAR(small.wire, 1.5 * (32 << 10) * std::max(beta_same, beta_swept), 1e-15);
+  // 4 ranks, 16 MiB (4 MiB blocks) on a table whose 16 MiB exchange streams from memory: the crowded step
+  // of 4 MiB is faster than the exchange of 8 MiB (no hand-over), and its copies are slowed by the ratio
+  // of the swept buffer's beta (the exchange of 16 MiB: two ranks per core keep 32 MiB) to that
+  // exchange's: the crowded table's own steps kept 16 MiB on a core.
   Link swept_shm = shm;
   swept_shm.sizes.push_back(16 << 20);
   swept_shm.seconds.push_back(1e-6 + (16 << 20) * 5e-10);
   swept_shm.crowded_seconds.push_back(2 * swept_shm.seconds.back());
-  swept_shm.crowded_seconds[2] = 2 * shm.seconds[2] + 300e-6;  // 4 MiB: 300 us beyond the stretched own step
+  swept_shm.crowded_seconds[2] = 2 * shm.seconds[2] + 300e-6;  // 4 MiB
   const Cost big = exchange(kNone, 16 << 20, nodes_of(1, 4, swept_shm, swept_shm, 2), Algorithm::Ring);
+  const double same8m = shm.seconds[2] + (4 << 20) * (swept_shm.seconds[3] - shm.seconds[2]) / (12 << 20);
+  ASSERT_LT(swept_shm.crowded_seconds[2], same8m);
+  const double slowed = 5e-10 / ((same8m - 1e-6) / (8 << 20));
+  ASSERT_GT(slowed, 1.1);
   EXPECT_NEAR(big.latency, 6 * 1e-6, 1e-12);
-  EXPECT_NEAR(big.total, 6 * swept_shm.crowded_seconds[2], 1e-9);
+  EXPECT_NEAR(big.total, 6 * (1e-6 + (swept_shm.crowded_seconds[2] - 1e-6) * slowed), 1e-9);
   EXPECT_GT(at_message(swept_shm, 4 << 20, 2).alpha, 300e-6);  // the block's own step would add it
   // A crowded step faster than the stretched two-core step (half the partners share a core) is the step
   // with 2 ranks per core: its copies' rate, not a negative hand-over; with 4 per core twice its copies.

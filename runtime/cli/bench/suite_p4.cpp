@@ -7,10 +7,13 @@
 //     a small buffer lasts tens of microseconds, less than the scheduler's jitter on a shared machine.
 //   peer: `mpirun` (mpirun_argv) `--oversubscribe -np N gradwire-mpi-allreduce COUNT
 //     REPS ITERS` (runtime/cli/bench/peers/mpi_allreduce.c), timed the same way.
-//   The repetitions run in up to three rounds, each round ours at every size and then the peer at
+//   The repetitions run in up to seven rounds, each round ours at every size and then the peer at
 //     every size, and each side's samples are pooled: a shared VM has phases of seconds to a minute in
 //     which everything runs at half speed, and one that fell on a single contiguous run of one side
-//     skewed its ratios (and the model's errors) at every size it covered.
+//     skewed its ratios (and the model's errors) at every size it covered. With three rounds a phase
+//     that covered one round still held two or three of seven samples and one of three passes (2 ranks'
+//     1 and 4 MiB measured 3-4 times their usual time, 4 ranks' 4 MiB half of it, a minute apart); with
+//     a repetition per round it holds one of seven of each.
 //   With --model, the cost model's prediction. Its shared-memory link (the exchange table, the crowded
 //     ring step, a collective call's cost) and the machine's sums (by buffer size and gamma) are measured
 //     again in this run, one pass before each round (bench::LinkPasses, as `calibrate` measures them),
@@ -44,7 +47,7 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 constexpr uint64_t kRingThreshold = 65536;  // [collectives] ring_threshold_bytes' default
-constexpr int kRounds = 3;                  // rounds the repetitions are split into, alternating the sides
+constexpr int kRounds = 7;                  // rounds the repetitions are split into, alternating the sides
 
 uint64_t iterations_for(uint64_t size) { return std::clamp<uint64_t>((uint64_t{32} << 20) / size, 1, 200); }
 
