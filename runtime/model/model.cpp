@@ -387,10 +387,11 @@ double exchange_seconds(const Link& l, double bytes) {
 // what the crowded step takes beyond that exchange, once per rank beyond the first on a core; the
 // copies, stretched by s / 2, run at the slower of that exchange's beta and the beta of the buffer the
 // ring sweeps (`swept_beta`): the table's steps of a 1 MiB block keep 4 MiB on a core, a 4-rank ring of
-// 4 MiB keeps 8 MiB, twice the crowded step's copies' time where the table's exchanges show it. Held
-// against the exchange of one block instead (cache-resident where the crowded step was not), the
-// crowded step read as the faster, and 4 ranks' 4 MiB was predicted 22-53 % short. False (step
-// untouched) where the table has no crowded steps or the block is past its sizes.
+// 4 MiB keeps 8 MiB, and the exchange that keeps 8 MiB (4 MiB each way) ran at about half the rate of
+// the one that keeps 4 MiB in this machine's calibrations. Held against the exchange of one block
+// instead (cache-resident where the crowded step was not), the crowded step read as the faster, and 4
+// ranks' 4 MiB was predicted 22-53 % short. False (step untouched) where the table has no crowded
+// steps or the block is past its sizes.
 bool crowded_ring_step(Link& step, const Link& l, double bytes, double s, double swept_beta) {
   if (s <= 1 || bytes <= 0 || l.sizes.empty() || l.crowded_seconds.size() != l.sizes.size() ||
       bytes > l.sizes.back())
