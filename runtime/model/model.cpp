@@ -52,7 +52,7 @@ double pipelined(double wire, double cpu, double pieces, double transport) {
 }
 
 void crowd(Link& step, const Link& l, double bytes, double s);
-bool crowded_ring_step(Link& step, const Link& l, double bytes, double s, double swept_beta);
+void crowd_ring(Link& step, const Link& l, double bytes, double s, double swept_beta);
 
 Cost ring(double M, double n, const Link& link, double gamma, double s) {
   Cost c;
@@ -71,8 +71,8 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
     l.beta = swept.beta;
     l.cpu = swept.cpu;
   }
-  // Ranks sharing cores: the crowded table's step of the block (crowded_ring_step).
-  if (!crowded_ring_step(l, link, M / n, s, swept.beta)) crowd(l, link, M / n, s);
+  // Ranks sharing cores: the crowded table's step of the block (crowd_ring).
+  crowd_ring(l, link, M / n, s, swept.beta);
   c.latency = 2 * (n - 1) * l.alpha;
   c.bytes_sent = 2 * (n - 1) / n * M;
   c.wire = c.bytes_sent * l.beta;
@@ -340,6 +340,9 @@ Link with_beta(Link l, double beta) {
 
 namespace {
 
+// Whether the link's table has the crowded steps (as many as its sizes).
+bool has_crowded_steps(const Link& l) { return !l.sizes.empty() && l.crowded_seconds.size() == l.sizes.size(); }
+
 // What a step of ranks two to a core takes beyond the two-core step stretched by 2 (the model's form at
 // s = 2: alpha + 2 (time - alpha)), at `bytes`: interpolated between the measured sizes, past the last
 // one held at its value (the rest of a large step is copies, which the stretched beta already has).
@@ -358,7 +361,7 @@ double hand_over(const Link& l, double bytes) {
 // not cross to the other core's cache as every copy of the two-core exchange does). Past the largest
 // measured size the hand-over held there.
 void crowd(Link& step, const Link& l, double bytes, double s) {
-  if (s <= 1 || l.sizes.empty() || l.crowded_seconds.size() != l.sizes.size()) return;
+  if (s <= 1 || !has_crowded_steps(l)) return;
   if (bytes > l.sizes.back()) {
     step.alpha += (s - 1) * hand_over(l, bytes);
     return;
@@ -380,7 +383,7 @@ double exchange_seconds(const Link& l, double bytes) {
   return bytes > l.sizes.back() ? l.seconds.back() * bytes / l.sizes.back() : interpolate(l.sizes, l.seconds, bytes);
 }
 
-// A ring's step of `bytes` blocks with s ranks per core (s > 1), within the tabled sizes, on `step`: the
+// A ring's step of `bytes` blocks with s ranks per core (s > 1) on `step`: within the tabled sizes the
 // crowded table's step of that block, split into its hand-over and its copies against the two-core
 // exchange that keeps as many bytes on a core (the crowded step's two ranks per core each send and
 // receive a block, 4 blocks on the core; the exchange of 2 blocks keeps as many). The hand-over is
@@ -390,23 +393,24 @@ double exchange_seconds(const Link& l, double bytes) {
 // 4 MiB keeps 8 MiB, and the exchange that keeps 8 MiB (4 MiB each way) ran at about half the rate of
 // the one that keeps 4 MiB in this machine's calibrations. Held against the exchange of one block
 // instead (cache-resident where the crowded step was not), the crowded step read as the faster, and 4
-// ranks' 4 MiB was predicted 22-53 % short. False (step untouched) where the table has no crowded
-// steps or the block is past its sizes.
-bool crowded_ring_step(Link& step, const Link& l, double bytes, double s, double swept_beta) {
-  if (s <= 1 || bytes <= 0 || l.sizes.empty() || l.crowded_seconds.size() != l.sizes.size() ||
-      bytes > l.sizes.back())
-    return false;
+// ranks' 4 MiB was predicted 22-53 % short. Past the largest size, as crowd(): the hand-over held there
+// (the copies keep the swept beta).
+void crowd_ring(Link& step, const Link& l, double bytes, double s, double swept_beta) {
+  if (s <= 1 || bytes <= 0 || !has_crowded_steps(l)) return;
+  if (bytes > l.sizes.back()) {
+    step.alpha += (s - 1) * hand_over(l, bytes);
+    return;
+  }
   const double crowded = interpolate(l.sizes, l.crowded_seconds, bytes);
   const double same_bytes = exchange_seconds(l, 2 * bytes);
-  const double hand_over = std::max(0.0, crowded - same_bytes);
-  const double copies = std::max(0.0, crowded - l.alpha - hand_over);
+  const double extra = std::max(0.0, crowded - same_bytes);  // the hand-over
+  const double copies = std::max(0.0, crowded - l.alpha - extra);
   const double beta_same = std::max(0.0, same_bytes - l.alpha) / (2 * bytes);
   const double slowed = beta_same > 0 ? std::max(1.0, swept_beta / beta_same) : 1.0;
   const double beta = copies * slowed / (2 * bytes);
   if (step.beta > 0) step.cpu *= beta / step.beta;
   step.beta = beta;
-  step.alpha = l.alpha + (s - 1) * hand_over;
-  return true;
+  step.alpha = l.alpha + (s - 1) * extra;
 }
 
 }  // namespace

@@ -362,7 +362,7 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   // are that exchange's, at the slower of its beta and the 32 KiB buffer's (two ranks per core keep
   // 64 KiB there, as the exchange of 32 KiB each way does).
   const Cost small = exchange(kNone, 32 << 10, nodes_of(1, 4, shm, shm, 2), Algorithm::Ring);
-  const auto line = [&](double x) {  // the table's first segment, 8 B to 1 MiB
+  const auto line = [](double x) {  // the table's first segment, 8 B to 1 MiB
     return 1e-6 + (x - 8) * ((1 << 20) * 1e-10) / ((1 << 20) - 8);
   };
   const double hand8k = 50e-6 + (20e-6 - 50e-6) * ((8 << 10) - 8) / ((1 << 20) - 8);
