@@ -28,22 +28,31 @@ Output run(const std::string& args) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : 128, text};
 }
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("gw_train_cli_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+// A fresh folder under the temporary directory, removed with what it holds when it goes out of scope
+// (also when an assertion ends the test early).
+struct TempDir : fs::path {
+  explicit TempDir(const std::string& name)
+      : fs::path(fs::temp_directory_path() / ("gw_train_cli_" + std::to_string(::getpid()) + "_" + name)) {
+    fs::remove_all(*this);
+    fs::create_directories(*this);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(*this, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 TEST(TrainCommand, MissingDataSet) {
-  const auto out = run("--ranks 1 --data /nonexistent/fashion --out " + temp_dir("missing").string());
+  const auto out = run("--ranks 1 --data /nonexistent/fashion --out " + TempDir("missing").string());
   EXPECT_NE(out.status, 0);
   EXPECT_NE(out.text.find("dataset-fashion-mnist"), std::string::npos) << out.text;
   EXPECT_NE(out.text.find("--data"), std::string::npos) << out.text;
 }
 
 TEST(TrainCommand, CorruptDataSet) {
-  const fs::path d = temp_dir("corrupt");
+  const TempDir d("corrupt");
   for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
                            "t10k-labels-idx1-ubyte.gz"}) {
     gzFile f = gzopen((d / name).c_str(), "wb");
@@ -63,7 +72,8 @@ TEST(TrainCommand, BadOptions) {
   out = run("--hidden 256,x");
   EXPECT_NE(out.status, 0);
   EXPECT_NE(out.text.find("'x' is not one"), std::string::npos) << out.text;
-  const fs::path toml = temp_dir("toml") / "bad.toml";
+  const TempDir dir("toml");
+  const fs::path toml = dir / "bad.toml";
   std::ofstream(toml) << "[codec]\nnmae = \"none\"\n";
   out = run("--config " + toml.string());
   EXPECT_NE(out.status, 0);
@@ -87,7 +97,7 @@ nlohmann::json short_run(int ranks, const fs::path& out) {
 }
 
 TEST(TrainCommand, TwoRanksTrainLikeOne) {
-  const fs::path d = temp_dir("ranks");
+  const TempDir d("ranks");
   const auto two = short_run(2, d / "two");
   const auto one = short_run(1, d / "one");
   ASSERT_EQ(two.at("curve").size(), 2u);
@@ -108,7 +118,7 @@ TEST(TrainCommand, TwoRanksTrainLikeOne) {
 // fraction of what the uncompressed gradients need and still learns; the user's TOML stays under the
 // configuration's overlay (its bucket size is kept, its codec replaced).
 TEST(TrainCommand, CompressedThroughTheSynchronizer) {
-  const fs::path d = temp_dir("topk");
+  const TempDir d("topk");
   const fs::path toml = d / "user.toml";
   std::ofstream(toml) << "[codec]\nname = \"int8\"\n[bucket]\nbytes = 100000\n";
   const auto r = run("--ranks 2 --epochs 1 --batch 64 --hidden 64 --train-images 4096 --test-images 1000 "
@@ -140,7 +150,7 @@ TEST(TrainCommand, CompressedThroughTheSynchronizer) {
 // batches through gw_cache_get (shuffled over the whole set); it learns like the default path, and the
 // cache accounts for the shard held, the storage read once and the samples fetched from other ranks.
 TEST(TrainCommand, CacheTrainsFromShards) {
-  const fs::path d = temp_dir("cache");
+  const TempDir d("cache");
   const auto r = run("--ranks 3 --epochs 2 --batch 60 --hidden 64 --train-images 3000 --test-images 1000 "
                      "--evals-per-epoch 1 --configs none --cache --out " + d.string());
   ASSERT_EQ(r.status, 0) << r.text;
@@ -172,7 +182,7 @@ TEST(TrainCommand, CacheTrainsFromShards) {
 // figure is the run's final accuracy. In synchronous mode that model is exactly what worker 0 pulled
 // last, so both evaluations agree to the last digit; every push is accounted for by the server.
 TEST(TrainCommand, ParameterServerReportsTheServersFinalModel) {
-  const fs::path d = temp_dir("ps_final");
+  const TempDir d("ps_final");
   const auto r = run("--ranks 2 --epochs 1 --batch 60 --hidden 64 --train-images 3000 --test-images 1000 "
                      "--evals-per-epoch 1 --configs ps-sync,ps-async --out " + d.string());
   ASSERT_EQ(r.status, 0) << r.text;

@@ -11,7 +11,8 @@ fn plugin_dir() -> PathBuf {
         .into_iter()
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("libgw_ternary.so not built next to {}", exe.display()));
-    let dir = std::env::temp_dir().join(format!("gw-ternary-test-{}", std::process::id()));
+    // Cargo's scratch folder for integration tests (inside target/, so nothing is left in /tmp).
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("gw-ternary-test-{}", std::process::id()));
     // Once per process: copying over a library another test thread has loaded would corrupt its mapping.
     static COPY: std::sync::Once = std::sync::Once::new();
     COPY.call_once(|| {
