@@ -15,10 +15,11 @@ HANG_GUARD_S = 300  # ends a hung run; not a timing assertion
 RANKS = 4
 
 
-def torchrun(*args):
-    """Runs ranks/ddp.py under torchrun (torch.distributed.run) with 4 local ranks."""
+def torchrun(log_dir, *args):
+    """Runs ranks/ddp.py under torchrun (torch.distributed.run) with 4 local ranks, its logs in `log_dir`
+    (without one torchrun leaves a torchelastic_* folder in the temporary directory)."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(RANKS),
-           "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+           "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "--log_dir", str(log_dir),
            # Debian's torch 1.13 under Python 3.11 cannot parse "0" (no redirection; IntFlag iteration skips 0):
            # send stdout to its log and tee it to the console, the one setting that parses.
            "--redirects", "1", "--tee", "1", os.path.join(HERE, "ranks", "ddp.py"),
@@ -27,8 +28,8 @@ def torchrun(*args):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
 
 
-def test_int8_error_feedback_keeps_ranks_identical():
-    r = torchrun("--codec", "int8", "--error-feedback", "--steps", "6")
+def test_int8_error_feedback_keeps_ranks_identical(tmp_path):
+    r = torchrun(tmp_path, "--codec", "int8", "--error-feedback", "--steps", "6")
     out = r.stdout + r.stderr
     print(out)  # shown by pytest when the test fails
     assert r.returncode == 0, out
@@ -38,8 +39,8 @@ def test_int8_error_feedback_keeps_ranks_identical():
     assert "error feedback saved" in out
 
 
-def test_hook_averages_like_ddp_allreduce():
-    r = torchrun("--codec", "none", "--steps", "4", "--compare")
+def test_hook_averages_like_ddp_allreduce(tmp_path):
+    r = torchrun(tmp_path, "--codec", "none", "--steps", "4", "--compare")
     out = r.stdout + r.stderr
     print(out)  # shown by pytest when the test fails
     assert r.returncode == 0, out
