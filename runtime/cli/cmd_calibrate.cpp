@@ -43,7 +43,16 @@ struct CalibrateArgs {
   int repetitions = 5;
   bool no_links = false;
   int concurrent = 1;  // processes measuring the codecs at once
+  int codec_threads = 0;  // copies of a codec measured at once in a process; 0: the cores (over --concurrent)
 };
+
+// How many copies of a codec a process measures at once: --codec-threads, else this machine's cores
+// shared among the --concurrent processes.
+int codec_threads_of(const CalibrateArgs& args) {
+  if (args.codec_threads > 0) return args.codec_threads;
+  const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, hw / std::max(1, args.concurrent));
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -81,41 +90,56 @@ int spread_repetitions(const CalibrateArgs& args, uint64_t total) {
   return int(std::clamp<uint64_t>(total / std::max<uint64_t>(1, args.bytes), uint64_t(args.repetitions), 100));
 }
 
+// The codec alone, and (encode_busy, decode_busy) as the ranks of a node run it where their codec phases
+// meet: codec_threads_of(args) copies at once, each its own codec and buffers (measure_codec).
 gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const CalibrateArgs& args, uint64_t chunk) {
-  gw_codec* codec = nullptr;
-  check(gw_codec_create(rt, name.c_str(), &codec), "creating codec '" + name + "'");
-  std::unique_ptr<gw_codec, gw_status (*)(gw_codec*)> owner(codec, gw_codec_destroy);
+  using CodecPtr = std::unique_ptr<gw_codec, gw_status (*)(gw_codec*)>;
+  std::vector<CodecPtr> owners;
+  std::vector<gw::model::CodecProbe> probes;
+  for (int i = 0; i < codec_threads_of(args); ++i) {
+    gw_codec* codec = nullptr;
+    check(gw_codec_create(rt, name.c_str(), &codec), "creating codec '" + name + "'");
+    owners.emplace_back(codec, gw_codec_destroy);
+    gw::model::CodecProbe probe;
+    probe.max_payload = [codec](uint64_t count) {
+      uint64_t size = 0;
+      check(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &size), "max size");
+      return size;
+    };
+    probe.encode = [codec, &name](uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity) {
+      gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+      ctx.seed = 7 + offset;
+      gw_tensor t = GW_TENSOR_INIT;
+      t.data = const_cast<float*>(x);
+      t.count = count;
+      t.dtype = GW_DTYPE_F32;
+      uint64_t size = 0;
+      check(gw_codec_encode(codec, &ctx, &t, payload, capacity, &size), "encode with '" + name + "'");
+      return size;
+    };
+    probe.decode = [codec, &name](uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count, bool acc) {
+      gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+      ctx.seed = 7 + offset;
+      gw_tensor t = GW_TENSOR_INIT;
+      t.data = out;
+      t.count = count;
+      t.dtype = GW_DTYPE_F32;
+      check(gw_codec_decode(codec, &ctx, payload, size, &t, acc ? GW_DECODE_ACCUMULATE : 0), "decode with '" + name + "'");
+    };
+    probes.push_back(std::move(probe));
+  }
   gw_codec_properties props = GW_CODEC_PROPERTIES_INIT;
-  check(gw_codec_get_properties(codec, &props), "properties of '" + name + "'");
+  check(gw_codec_get_properties(owners.front().get(), &props), "properties of '" + name + "'");
   const auto kind = gw::model::kind_of(name, props.flags & GW_CODEC_SPARSE, props.flags & GW_CODEC_SUMMABLE,
                                        props.flags & GW_CODEC_SHARED_INDICES);
-  gw::model::CodecProbe probe;
-  probe.max_payload = [&](uint64_t count) {
-    uint64_t size = 0;
-    check(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &size), "max size");
-    return size;
-  };
-  probe.encode = [&](uint64_t offset, const float* x, uint64_t count, void* payload, uint64_t capacity) {
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    ctx.seed = 7 + offset;
-    gw_tensor t = GW_TENSOR_INIT;
-    t.data = const_cast<float*>(x);
-    t.count = count;
-    t.dtype = GW_DTYPE_F32;
-    uint64_t size = 0;
-    check(gw_codec_encode(codec, &ctx, &t, payload, capacity, &size), "encode with '" + name + "'");
-    return size;
-  };
-  probe.decode = [&](uint64_t offset, const void* payload, uint64_t size, float* out, uint64_t count, bool acc) {
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    ctx.seed = 7 + offset;
-    gw_tensor t = GW_TENSOR_INIT;
-    t.data = out;
-    t.count = count;
-    t.dtype = GW_DTYPE_F32;
-    check(gw_codec_decode(codec, &ctx, payload, size, &t, acc ? GW_DECODE_ACCUMULATE : 0), "decode with '" + name + "'");
-  };
-  return gw::model::measure_codec(name, kind, probe, args.bytes, chunk, spread_repetitions(args, uint64_t{512} << 20));
+  const int repetitions = spread_repetitions(args, uint64_t{512} << 20);
+  gw::model::CodecCost c = gw::model::measure_codec(name, kind, probes.front(), args.bytes, chunk, repetitions);
+  if (probes.size() > 1) {
+    const gw::model::CodecCost busy = gw::model::measure_codec(name, kind, probes, args.bytes, chunk, repetitions);
+    c.encode_busy = busy.encode;
+    c.decode_busy = busy.decode;
+  }
+  return c;
 }
 
 // Passes over shared memory's message tables, each by ranks of its own, each size the median of the
@@ -141,7 +165,8 @@ json measure_cpu(const CalibrateArgs& args) {
   for (const std::string& name : args.codecs.empty() ? codec_names(rt.get()) : split(args.codecs)) {
     const gw::model::CodecCost c = measure(rt.get(), name, args, chunk);
     out["codecs"].push_back({{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio},
-                             {"encode", c.encode}, {"decode", c.decode}, {"decode_accumulate", c.decode_accumulate}});
+                             {"encode", c.encode}, {"decode", c.decode}, {"decode_accumulate", c.decode_accumulate},
+                             {"encode_busy", c.encode_busy}, {"decode_busy", c.decode_busy}});
   }
   return out;
 }
@@ -197,7 +222,7 @@ json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
   for (size_t i = 0; i < all["sums"].size(); ++i)
     all["sums"][i] = median([&](const json& r) { return r["sums"][i].get<double>(); });
   for (size_t c = 0; c < all["codecs"].size(); ++c)
-    for (const char* k : {"encode", "decode", "decode_accumulate"})
+    for (const char* k : {"encode", "decode", "decode_accumulate", "encode_busy", "decode_busy"})
       all["codecs"][c][k] = median([&](const json& r) { return r["codecs"][c][k].get<double>(); });
   return all;
 }
@@ -215,27 +240,37 @@ int run(const CalibrateArgs& args) {
     m.machine.sum_seconds.push_back(cpu["sums"][i].get<double>());
   }
   std::cout << "gradwire calibrate: " << hw << " cores, " << std::max(1, args.concurrent)
-            << " process(es) measuring at once, sum " << std::setprecision(3) << 1e-9 / m.machine.gamma
+            << " process(es) measuring at once, " << codec_threads_of(args) << " copies of each codec at once as well, sum " << std::setprecision(3) << 1e-9 / m.machine.gamma
             << " GB/s (f32 bytes)";
   for (size_t i = 0; i < m.machine.sum_sizes.size(); ++i)
     std::cout << (i == 0 ? "; buffers of " : ", ") << uint64_t(m.machine.sum_sizes[i]) / 1024 << " KiB "
               << 1e-9 / m.machine.sum_seconds[i];
   std::cout << (m.machine.sum_sizes.empty() ? "" : " GB/s") << "\n";
   std::cout << std::left << std::setw(10) << "codec" << std::setw(16) << "kind" << std::right << std::setw(10) << "ratio"
-            << std::setw(14) << "encode GB/s" << std::setw(14) << "decode GB/s" << std::setw(14) << "adding GB/s" << "\n";
+            << std::setw(14) << "encode GB/s" << std::setw(14) << "decode GB/s" << std::setw(14) << "adding GB/s"
+            << "   all cores at once: encode, decode GB/s\n";
   for (const json& j : cpu["codecs"]) {
     gw::model::CodecCost c{j["name"], *gw::model::kind_from_name(j["kind"]), j["ratio"], j["encode"], j["decode"],
                            j.value("decode_accumulate", 0.0)};
+    c.encode_busy = j.value("encode_busy", 0.0);
+    c.decode_busy = j.value("decode_busy", 0.0);
     const double dec = c.kind == gw::model::CodecKind::Sparse ? c.decode / c.ratio : c.decode;
     std::cout << std::left << std::setw(10) << c.name << std::setw(16) << gw::model::kind_name(c.kind) << std::right
               << std::setw(10) << std::setprecision(4) << c.ratio << std::setw(14)
               << (c.encode > 0 ? 1e-9 / c.encode : 0) << std::setw(14) << (dec > 0 ? 1e-9 / dec : 0) << std::setw(14)
-              << (c.decode_accumulate > 0 ? 1e-9 / c.decode_accumulate : 0) << "\n";
+              << (c.decode_accumulate > 0 ? 1e-9 / c.decode_accumulate : 0);
+    if (c.encode_busy > 0) {
+      const double dec_busy = c.kind == gw::model::CodecKind::Sparse ? c.decode_busy / c.ratio : c.decode_busy;
+      std::cout << std::setw(14) << 1e-9 / c.encode_busy << std::setw(14) << (dec_busy > 0 ? 1e-9 / dec_busy : 0);
+    }
+    std::cout << "\n";
     m.codecs.push_back(c);
   }
   if (!m.codec("none")) m.codecs.insert(m.codecs.begin(), gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0});
   std::string how = "this machine";
   if (args.concurrent > 1) how += ", codecs measured in " + std::to_string(args.concurrent) + " processes at once";
+  if (codec_threads_of(args) > 1)
+    how += ", codecs also measured " + std::to_string(codec_threads_of(args)) + " copies at once";
   if (!args.no_links) {
     for (const char* tls : {"shm", "tcp"}) {
       try {
@@ -311,6 +346,10 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-links", args->no_links, "Measure codecs only, not the transports");
   cmd->add_option("--concurrent", args->concurrent,
                   "Measure the codecs in this many processes at once (as many as ranks will share the cores)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--codec-threads", args->codec_threads,
+                  "Copies of each codec measured at once, each phase started together (default: the cores, "
+                  "shared among --concurrent processes): a codec's cost while every core runs it, as in an allreduce")
       ->check(CLI::Range(1, 256));
   cmd->callback([&exit_code, args] {
     try {

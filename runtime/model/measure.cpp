@@ -1,6 +1,10 @@
 #include "model/measure.hpp"
 
 #include <algorithm>
+#include <barrier>
+#include <exception>
+#include <stdexcept>
+#include <thread>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -51,50 +55,103 @@ std::vector<float> sample_gradient(uint64_t count, uint64_t seed) {
 
 CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProbe& probe, uint64_t total_bytes,
                         uint64_t chunk_bytes, int repetitions) {
+  return measure_codec(name, kind, std::vector<CodecProbe>{probe}, total_bytes, chunk_bytes, repetitions);
+}
+
+CodecCost measure_codec(const std::string& name, CodecKind kind, const std::vector<CodecProbe>& probes,
+                        uint64_t total_bytes, uint64_t chunk_bytes, int repetitions) {
+  if (probes.empty()) throw std::invalid_argument("measure_codec: no codec to measure");
   const uint64_t count = std::max<uint64_t>(1, total_bytes / 4);
   const uint64_t chunk = std::max<uint64_t>(1, std::min(count, chunk_bytes / 4));
   const uint64_t pieces = (count + chunk - 1) / chunk;
-  const std::vector<float> x = sample_gradient(count);
-  std::vector<float> out(count);
-  const uint64_t capacity = probe.max_payload(chunk);
-  std::vector<std::vector<unsigned char>> payload(pieces, std::vector<unsigned char>(capacity));
-  std::vector<uint64_t> sizes(pieces);
-  // Every piece decoded into `out` (adding onto it with `accumulate`); seconds.
-  const auto decode_all = [&](bool accumulate) {
-    const auto t0 = Clock::now();
-    for (uint64_t p = 0; p < pieces; ++p) {
-      const uint64_t off = p * chunk, n = std::min(chunk, count - off);
-      probe.decode(off, payload[p].data(), sizes[p], out.data() + off, n, accumulate);
-    }
-    return since(t0);
-  };
   // Dense-payload codecs ("none" too) are also timed decoding onto a written buffer
   // (GW_DECODE_ACCUMULATE), as the summable ring and the scatter-reduce owners sum contributions.
   const bool adding = kind == CodecKind::Summable || kind == CodecKind::Quantized || kind == CodecKind::Dense;
-  std::vector<double> encodes, decodes, addings;
-  uint64_t payload_bytes = 0;
-  for (int r = 0; r <= std::max(1, repetitions); ++r) {
-    auto t0 = Clock::now();
-    payload_bytes = 0;
-    for (uint64_t p = 0; p < pieces; ++p) {
-      const uint64_t off = p * chunk, n = std::min(chunk, count - off);
-      sizes[p] = probe.encode(off, x.data() + off, n, payload[p].data(), capacity);
-      payload_bytes += sizes[p];
+  const size_t threads = probes.size();
+  std::barrier<> together{std::ptrdiff_t(threads)};
+  std::vector<std::vector<double>> encodes(threads), decodes(threads), addings(threads);
+  std::vector<uint64_t> payload_bytes(threads, 0);
+  std::vector<std::exception_ptr> failed(threads);
+  const auto measure = [&](size_t t) {
+    const CodecProbe& probe = probes[t];
+    std::vector<float> x, out;
+    std::vector<std::vector<unsigned char>> payload;
+    std::vector<uint64_t> sizes(pieces);
+    uint64_t capacity = 0;
+    try {
+      x = sample_gradient(count, 1 + t);
+      out.assign(count, 0.0f);
+      capacity = probe.max_payload(chunk);
+      payload.assign(pieces, std::vector<unsigned char>(capacity));
+    } catch (...) {
+      failed[t] = std::current_exception();
     }
-    const double encode = since(t0);
-    // A sparse allgather decodes n payloads into one buffer: it is written once (the formula's gamma
-    // term) and each payload adds its k values, which is what is timed here.
-    const double decode = decode_all(kind == CodecKind::Sparse);
-    const double added = adding ? decode_all(true) : 0;
-    if (r > 0) encodes.push_back(encode), decodes.push_back(decode), addings.push_back(added);
-  }
-  const double encode = median(encodes), decode = median(decodes), added = median(addings);
+    // Every piece decoded into `out` (adding onto it with `accumulate`); seconds.
+    const auto decode_all = [&](bool accumulate) {
+      const auto t0 = Clock::now();
+      for (uint64_t p = 0; p < pieces; ++p) {
+        const uint64_t off = p * chunk, n = std::min(chunk, count - off);
+        probe.decode(off, payload[p].data(), sizes[p], out.data() + off, n, accumulate);
+      }
+      return since(t0);
+    };
+    // A thread that failed still meets the others at every phase, so that none waits forever.
+    for (int r = 0; r <= std::max(1, repetitions); ++r) {
+      together.arrive_and_wait();
+      double encode = 0, decode = 0, added = 0;
+      if (!failed[t]) {
+        try {
+          const auto t0 = Clock::now();
+          payload_bytes[t] = 0;
+          for (uint64_t p = 0; p < pieces; ++p) {
+            const uint64_t off = p * chunk, n = std::min(chunk, count - off);
+            sizes[p] = probe.encode(off, x.data() + off, n, payload[p].data(), capacity);
+            payload_bytes[t] += sizes[p];
+          }
+          encode = since(t0);
+        } catch (...) {
+          failed[t] = std::current_exception();
+        }
+      }
+      together.arrive_and_wait();
+      // A sparse allgather decodes n payloads into one buffer: it is written once (the formula's gamma
+      // term) and each payload adds its k values, which is what is timed here.
+      if (!failed[t]) {
+        try {
+          decode = decode_all(kind == CodecKind::Sparse);
+        } catch (...) {
+          failed[t] = std::current_exception();
+        }
+      }
+      together.arrive_and_wait();
+      if (adding && !failed[t]) {
+        try {
+          added = decode_all(true);
+        } catch (...) {
+          failed[t] = std::current_exception();
+        }
+      }
+      if (r > 0) encodes[t].push_back(encode), decodes[t].push_back(decode), addings[t].push_back(added);
+    }
+  };
+  std::vector<std::thread> others;
+  for (size_t t = 1; t < threads; ++t) others.emplace_back(measure, t);
+  measure(0);
+  for (std::thread& t : others) t.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+  const auto all = [](const std::vector<std::vector<double>>& per_thread) {
+    std::vector<double> v;
+    for (const auto& samples : per_thread) v.insert(v.end(), samples.begin(), samples.end());
+    return median(v);
+  };
+  const double encode = all(encodes), decode = all(decodes), added = all(addings);
   CodecCost c;
   c.name = name;
   c.kind = kind;
-  c.ratio = payload_bytes > 0 ? double(4 * count) / double(payload_bytes) : 1;
+  c.ratio = payload_bytes[0] > 0 ? double(4 * count) / double(payload_bytes[0]) : 1;
   c.encode = encode / double(4 * count);
-  c.decode = kind == CodecKind::Sparse ? decode / double(std::max<uint64_t>(1, payload_bytes))
+  c.decode = kind == CodecKind::Sparse ? decode / double(std::max<uint64_t>(1, payload_bytes[0]))
                                        : decode / double(4 * count);
   if (adding) c.decode_accumulate = added / double(4 * count);
   return c;

@@ -36,6 +36,13 @@ std::vector<float> sample_gradient(uint64_t count, uint64_t seed = 1);
 CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProbe& probe, uint64_t total_bytes,
                         uint64_t chunk_bytes, int repetitions);
 
+// The same with every probe (its own codec) measured at once, one thread each with buffers of its own,
+// each phase (encoding, decoding, adding) started together in every repetition: a codec's cost per
+// core while the other cores run it too, as the ranks of a node run the phases of an allreduce at the
+// same moment and share the memory's bandwidth. The median over all threads' repetitions.
+CodecCost measure_codec(const std::string& name, CodecKind kind, const std::vector<CodecProbe>& probes,
+                        uint64_t total_bytes, uint64_t chunk_bytes, int repetitions);
+
 // Seconds per f32 byte of out[i] += in[i] over `bytes`, the median of `repetitions` after a warm-up.
 // (The median, not the fastest: on a shared machine the memory's speed dips for tens of milliseconds at
 // a time, and the collectives the model predicts run through those dips.)

@@ -195,7 +195,11 @@ Cost sparse_dense(const CodecCost& k, double M, double n, const Link& l, double 
 Cost shared_indices(const CodecCost& k, double M, double n, const Link& l, double gamma, double s, const Settings& st) {
   Cost c = dense(M / k.ratio, n, l, gamma, s, st);  // the k values of every rank reduced densely
   c.algorithm = Algorithm::SharedIndices;
-  c.encode = (M * k.encode + M * k.decode) * s;
+  // Every rank encodes its whole buffer at the same moment, and decodes it at the same moment after the
+  // values' allreduce: the codec's cost with every core running it, where measured.
+  const double encode = k.encode_busy > 0 ? k.encode_busy : k.encode;
+  const double decode = k.decode_busy > 0 ? k.decode_busy : k.decode;
+  c.encode = (M * encode + M * decode) * s;
   c.cpu += c.encode;
   c.total += c.encode;
   return c;

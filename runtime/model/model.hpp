@@ -66,6 +66,12 @@ struct CodecCost {
   // ring and the owners of scatter-reduce-allgather sum contributions); 0 when not measured, where the
   // formulas take decode + gamma (a decode, then a sum).
   double decode_accumulate = 0;
+  // Optional: encode and decode per f32 byte while every core of the node runs the codec at once (each
+  // phase started together; the memory's bandwidth shared), as the ranks of a node encode and decode
+  // at the same moment where an algorithm has no transfers between its codec phases (shared indices);
+  // 0 when not measured, where the formulas take encode and decode.
+  double encode_busy = 0;
+  double decode_busy = 0;
 };
 
 struct Machine {

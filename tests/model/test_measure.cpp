@@ -5,7 +5,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
 #include <thread>
 
 #include "model/measure.hpp"
@@ -41,4 +45,63 @@ TEST(MeasureBusy, CountsASpinningThreadAndNoMoreThanTheCoresHad) {
   const double slack = 0.01 * (cores + 1);  // /proc/stat's 10 ms units, where cpuidle is missing
   EXPECT_GE(after - before, spun - slack) << "the spinner's " << spun << " s of CPU went uncounted";
   EXPECT_LE(after - before, cores * wall + slack) << "more busy time than " << cores << " cores had in " << wall << " s";
+}
+
+// Several copies of a codec measured at once: every copy runs every phase of every repetition, the
+// phases start together (no copy encodes while another still decodes), and the figures are per byte of
+// one copy's buffer.
+TEST(MeasureCodec, CopiesAtOnceRunEachPhaseTogether) {
+  constexpr int kCopies = 3, kRepetitions = 4;
+  constexpr uint64_t kBytes = 1 << 20, kChunk = 256 << 10;  // 4 pieces
+  std::atomic<int> encoding{0}, decoding{0};
+  std::atomic<bool> overlapped{false};
+  std::vector<std::atomic<int>> encodes(kCopies), decodes(kCopies);
+  std::vector<gw::model::CodecProbe> probes(kCopies);
+  for (int i = 0; i < kCopies; ++i) {
+    probes[i].max_payload = [](uint64_t count) { return 4 * count; };
+    probes[i].encode = [&, i](uint64_t, const float* x, uint64_t count, void* payload, uint64_t) {
+      ++encoding;
+      if (decoding > 0) overlapped = true;
+      std::memcpy(payload, x, 4 * count);
+      ++encodes[i];
+      --encoding;
+      return 4 * count;
+    };
+    probes[i].decode = [&, i](uint64_t, const void* payload, uint64_t size, float* out, uint64_t, bool) {
+      ++decoding;
+      if (encoding > 0) overlapped = true;
+      std::memcpy(out, payload, size);
+      ++decodes[i];
+      --decoding;
+    };
+  }
+  const gw::model::CodecCost c = gw::model::measure_codec("copy", gw::model::CodecKind::Sparse, probes, kBytes,
+                                                          kChunk, kRepetitions);
+  for (int i = 0; i < kCopies; ++i) {
+    EXPECT_EQ(encodes[i], (kRepetitions + 1) * 4) << "copy " << i;  // the warm-up too
+    EXPECT_EQ(decodes[i], (kRepetitions + 1) * 4) << "copy " << i;
+  }
+  EXPECT_FALSE(overlapped) << "a copy encoded while another decoded";
+  EXPECT_DOUBLE_EQ(c.ratio, 1.0);
+  EXPECT_GT(c.encode, 0);
+  EXPECT_GT(c.decode, 0);
+}
+
+// A copy whose codec fails makes the measurement fail with its error, without leaving the others waiting.
+TEST(MeasureCodec, AFailingCopyFailsTheMeasurement) {
+  std::vector<gw::model::CodecProbe> probes(2);
+  for (auto& p : probes) {
+    p.max_payload = [](uint64_t count) { return 4 * count; };
+    p.encode = [](uint64_t, const float*, uint64_t count, void*, uint64_t) { return 4 * count; };
+    p.decode = [](uint64_t, const void*, uint64_t, float*, uint64_t, bool) {};
+  }
+  probes[1].encode = [](uint64_t, const float*, uint64_t, void*, uint64_t) -> uint64_t {
+    throw std::runtime_error("encode failed: payload too small");
+  };
+  try {
+    gw::model::measure_codec("broken", gw::model::CodecKind::Sparse, probes, 1 << 20, 256 << 10, 2);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "encode failed: payload too small");
+  }
 }

@@ -137,7 +137,8 @@ TEST(Calibrate, TimesDecodingOntoABufferForSummedCodecs) {
   Dir d;
   const std::string file = (d.path / "codecs.toml").string();
   const auto r = gwtest::run_command(std::string(GW_CLI) +
-                                     " calibrate --no-links --codecs none,fp16,int8,topk --bytes 2097152 -o " + file);
+                                     " calibrate --no-links --codecs none,fp16,int8,topk,randomk --bytes 2097152 "
+                                     "--codec-threads 2 -o " + file);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const gw::model::Model m = gw::model::load(file);
   for (const char* name : {"none", "fp16", "int8"}) {
@@ -152,6 +153,12 @@ TEST(Calibrate, TimesDecodingOntoABufferForSummedCodecs) {
   ASSERT_NE(m.codec("topk"), nullptr);
   EXPECT_EQ(m.codec("topk")->decode_accumulate, 0);
   EXPECT_NE(gwtest::read_file(file).find("decode_accumulate_s_per_byte"), std::string::npos);
+  // Two copies at once as well: every codec's cost while the cores all run it.
+  for (const char* name : {"none", "fp16", "int8", "topk", "randomk"}) {
+    EXPECT_GT(m.codec(name)->encode_busy, 0) << name << "\n" << r.output;
+    EXPECT_GT(m.codec(name)->decode_busy, 0) << name << "\n" << r.output;
+  }
+  EXPECT_NE(r.output.find("2 copies of each codec at once"), std::string::npos) << r.output;
 }
 
 TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
