@@ -240,8 +240,8 @@ int run(const CalibrateArgs& args) {
     m.machine.sum_seconds.push_back(cpu["sums"][i].get<double>());
   }
   std::cout << "gradwire calibrate: " << hw << " cores, " << std::max(1, args.concurrent)
-            << " process(es) measuring at once, " << codec_threads_of(args) << " copies of each codec at once as well, sum " << std::setprecision(3) << 1e-9 / m.machine.gamma
-            << " GB/s (f32 bytes)";
+            << " process(es) measuring at once, " << codec_threads_of(args) << " copies of each codec at once as well, sum "
+            << std::setprecision(3) << 1e-9 / m.machine.gamma << " GB/s (f32 bytes)";
   for (size_t i = 0; i < m.machine.sum_sizes.size(); ++i)
     std::cout << (i == 0 ? "; buffers of " : ", ") << uint64_t(m.machine.sum_sizes[i]) / 1024 << " KiB "
               << 1e-9 / m.machine.sum_seconds[i];

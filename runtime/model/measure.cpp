@@ -2,14 +2,14 @@
 
 #include <algorithm>
 #include <barrier>
-#include <exception>
-#include <stdexcept>
-#include <thread>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <sched.h>
 #include <time.h>
@@ -95,42 +95,35 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const std::vect
       }
       return since(t0);
     };
+    // Runs a phase unless this thread already failed, keeping its error; its seconds (0 when skipped).
+    const auto phase = [&](const auto& body) {
+      if (failed[t]) return 0.0;
+      try {
+        return body();
+      } catch (...) {
+        failed[t] = std::current_exception();
+        return 0.0;
+      }
+    };
     // A thread that failed still meets the others at every phase, so that none waits forever.
     for (int r = 0; r <= std::max(1, repetitions); ++r) {
       together.arrive_and_wait();
-      double encode = 0, decode = 0, added = 0;
-      if (!failed[t]) {
-        try {
-          const auto t0 = Clock::now();
-          payload_bytes[t] = 0;
-          for (uint64_t p = 0; p < pieces; ++p) {
-            const uint64_t off = p * chunk, n = std::min(chunk, count - off);
-            sizes[p] = probe.encode(off, x.data() + off, n, payload[p].data(), capacity);
-            payload_bytes[t] += sizes[p];
-          }
-          encode = since(t0);
-        } catch (...) {
-          failed[t] = std::current_exception();
+      const double encode = phase([&] {
+        const auto t0 = Clock::now();
+        payload_bytes[t] = 0;
+        for (uint64_t p = 0; p < pieces; ++p) {
+          const uint64_t off = p * chunk, n = std::min(chunk, count - off);
+          sizes[p] = probe.encode(off, x.data() + off, n, payload[p].data(), capacity);
+          payload_bytes[t] += sizes[p];
         }
-      }
+        return since(t0);
+      });
       together.arrive_and_wait();
       // A sparse allgather decodes n payloads into one buffer: it is written once (the formula's gamma
       // term) and each payload adds its k values, which is what is timed here.
-      if (!failed[t]) {
-        try {
-          decode = decode_all(kind == CodecKind::Sparse);
-        } catch (...) {
-          failed[t] = std::current_exception();
-        }
-      }
+      const double decode = phase([&] { return decode_all(kind == CodecKind::Sparse); });
       together.arrive_and_wait();
-      if (adding && !failed[t]) {
-        try {
-          added = decode_all(true);
-        } catch (...) {
-          failed[t] = std::current_exception();
-        }
-      }
+      const double added = adding ? phase([&] { return decode_all(true); }) : 0.0;
       if (r > 0) encodes[t].push_back(encode), decodes[t].push_back(decode), addings[t].push_back(added);
     }
   };
