@@ -90,8 +90,8 @@ int spread_repetitions(const CalibrateArgs& args, uint64_t total) {
   return int(std::clamp<uint64_t>(total / std::max<uint64_t>(1, args.bytes), uint64_t(args.repetitions), 100));
 }
 
-// The codec alone, and (encode_busy, decode_busy) as the ranks of a node run it where their codec phases
-// meet: codec_threads_of(args) copies at once, each its own codec and buffers (measure_codec).
+// The codec alone, and (encode_all_cores, decode_all_cores) as the ranks of a node run it where their
+// codec phases meet: codec_threads_of(args) copies at once, each its own codec and buffers (measure_codec).
 gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const CalibrateArgs& args, uint64_t chunk) {
   using CodecPtr = std::unique_ptr<gw_codec, gw_status (*)(gw_codec*)>;
   std::vector<CodecPtr> owners;
@@ -136,8 +136,8 @@ gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const Cali
   gw::model::CodecCost c = gw::model::measure_codec(name, kind, probes.front(), args.bytes, chunk, repetitions);
   if (probes.size() > 1) {
     const gw::model::CodecCost busy = gw::model::measure_codec(name, kind, probes, args.bytes, chunk, repetitions);
-    c.encode_busy = busy.encode;
-    c.decode_busy = busy.decode;
+    c.encode_all_cores = busy.encode;
+    c.decode_all_cores = busy.decode;
   }
   return c;
 }
@@ -166,7 +166,7 @@ json measure_cpu(const CalibrateArgs& args) {
     const gw::model::CodecCost c = measure(rt.get(), name, args, chunk);
     out["codecs"].push_back({{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio},
                              {"encode", c.encode}, {"decode", c.decode}, {"decode_accumulate", c.decode_accumulate},
-                             {"encode_busy", c.encode_busy}, {"decode_busy", c.decode_busy}});
+                             {"encode_all_cores", c.encode_all_cores}, {"decode_all_cores", c.decode_all_cores}});
   }
   return out;
 }
@@ -222,7 +222,7 @@ json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
   for (size_t i = 0; i < all["sums"].size(); ++i)
     all["sums"][i] = median([&](const json& r) { return r["sums"][i].get<double>(); });
   for (size_t c = 0; c < all["codecs"].size(); ++c)
-    for (const char* k : {"encode", "decode", "decode_accumulate", "encode_busy", "decode_busy"})
+    for (const char* k : {"encode", "decode", "decode_accumulate", "encode_all_cores", "decode_all_cores"})
       all["codecs"][c][k] = median([&](const json& r) { return r["codecs"][c][k].get<double>(); });
   return all;
 }
@@ -252,17 +252,19 @@ int run(const CalibrateArgs& args) {
   for (const json& j : cpu["codecs"]) {
     gw::model::CodecCost c{j["name"], *gw::model::kind_from_name(j["kind"]), j["ratio"], j["encode"], j["decode"],
                            j.value("decode_accumulate", 0.0)};
-    c.encode_busy = j.value("encode_busy", 0.0);
-    c.decode_busy = j.value("decode_busy", 0.0);
-    const double dec = c.kind == gw::model::CodecKind::Sparse ? c.decode / c.ratio : c.decode;
+    c.encode_all_cores = j.value("encode_all_cores", 0.0);
+    c.decode_all_cores = j.value("decode_all_cores", 0.0);
+    // GB/s of f32 bytes (a sparse codec's decode is per payload byte).
+    const auto gbps = [&](double s_per_byte, bool decode) {
+      const double s = decode && c.kind == gw::model::CodecKind::Sparse ? s_per_byte / c.ratio : s_per_byte;
+      return s > 0 ? 1e-9 / s : 0;
+    };
     std::cout << std::left << std::setw(10) << c.name << std::setw(16) << gw::model::kind_name(c.kind) << std::right
               << std::setw(10) << std::setprecision(4) << c.ratio << std::setw(14)
-              << (c.encode > 0 ? 1e-9 / c.encode : 0) << std::setw(14) << (dec > 0 ? 1e-9 / dec : 0) << std::setw(14)
-              << (c.decode_accumulate > 0 ? 1e-9 / c.decode_accumulate : 0);
-    if (c.encode_busy > 0) {
-      const double dec_busy = c.kind == gw::model::CodecKind::Sparse ? c.decode_busy / c.ratio : c.decode_busy;
-      std::cout << std::setw(14) << 1e-9 / c.encode_busy << std::setw(14) << (dec_busy > 0 ? 1e-9 / dec_busy : 0);
-    }
+              << gbps(c.encode, false) << std::setw(14) << gbps(c.decode, true) << std::setw(14)
+              << gbps(c.decode_accumulate, false);
+    if (c.encode_all_cores > 0)
+      std::cout << std::setw(14) << gbps(c.encode_all_cores, false) << std::setw(14) << gbps(c.decode_all_cores, true);
     std::cout << "\n";
     m.codecs.push_back(c);
   }

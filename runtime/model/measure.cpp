@@ -86,14 +86,20 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const std::vect
     } catch (...) {
       failed[t] = std::current_exception();
     }
-    // Every piece decoded into `out` (adding onto it with `accumulate`); seconds.
-    const auto decode_all = [&](bool accumulate) {
+    // fn(piece, offset, count) for every piece of the buffer; seconds.
+    const auto timed_pieces = [&](const auto& fn) {
       const auto t0 = Clock::now();
       for (uint64_t p = 0; p < pieces; ++p) {
-        const uint64_t off = p * chunk, n = std::min(chunk, count - off);
-        probe.decode(off, payload[p].data(), sizes[p], out.data() + off, n, accumulate);
+        const uint64_t off = p * chunk;
+        fn(p, off, std::min(chunk, count - off));
       }
       return since(t0);
+    };
+    // Every piece decoded into `out` (adding onto it with `accumulate`); seconds.
+    const auto decode_all = [&](bool accumulate) {
+      return timed_pieces([&](uint64_t p, uint64_t off, uint64_t n) {
+        probe.decode(off, payload[p].data(), sizes[p], out.data() + off, n, accumulate);
+      });
     };
     // Runs a phase unless this thread already failed, keeping its error; its seconds (0 when skipped).
     const auto phase = [&](const auto& body) {
@@ -109,14 +115,11 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const std::vect
     for (int r = 0; r <= std::max(1, repetitions); ++r) {
       together.arrive_and_wait();
       const double encode = phase([&] {
-        const auto t0 = Clock::now();
         payload_bytes[t] = 0;
-        for (uint64_t p = 0; p < pieces; ++p) {
-          const uint64_t off = p * chunk, n = std::min(chunk, count - off);
+        return timed_pieces([&](uint64_t p, uint64_t off, uint64_t n) {
           sizes[p] = probe.encode(off, x.data() + off, n, payload[p].data(), capacity);
           payload_bytes[t] += sizes[p];
-        }
-        return since(t0);
+        });
       });
       together.arrive_and_wait();
       // A sparse allgather decodes n payloads into one buffer: it is written once (the formula's gamma

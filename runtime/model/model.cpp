@@ -197,8 +197,8 @@ Cost shared_indices(const CodecCost& k, double M, double n, const Link& l, doubl
   c.algorithm = Algorithm::SharedIndices;
   // Every rank encodes its whole buffer at the same moment, and decodes it at the same moment after the
   // values' allreduce: the codec's cost with every core running it, where measured.
-  const double encode = k.encode_busy > 0 ? k.encode_busy : k.encode;
-  const double decode = k.decode_busy > 0 ? k.decode_busy : k.decode;
+  const double encode = k.encode_all_cores > 0 ? k.encode_all_cores : k.encode;
+  const double decode = k.decode_all_cores > 0 ? k.decode_all_cores : k.decode;
   c.encode = (M * encode + M * decode) * s;
   c.cpu += c.encode;
   c.total += c.encode;

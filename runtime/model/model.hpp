@@ -70,8 +70,8 @@ struct CodecCost {
   // phase started together; the memory's bandwidth shared), as the ranks of a node encode and decode
   // at the same moment where an algorithm has no transfers between its codec phases (shared indices);
   // 0 when not measured, where the formulas take encode and decode.
-  double encode_busy = 0;
-  double decode_busy = 0;
+  double encode_all_cores = 0;
+  double decode_all_cores = 0;
 };
 
 struct Machine {

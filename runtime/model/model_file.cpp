@@ -97,8 +97,8 @@ std::string to_toml(const Model& m) {
                   {"encode_s_per_byte", c.encode},
                   {"decode_s_per_byte", c.decode}};
     if (c.decode_accumulate > 0) t.insert("decode_accumulate_s_per_byte", c.decode_accumulate);
-    if (c.encode_busy > 0) t.insert("encode_all_cores_s_per_byte", c.encode_busy);
-    if (c.decode_busy > 0) t.insert("decode_all_cores_s_per_byte", c.decode_busy);
+    if (c.encode_all_cores > 0) t.insert("encode_all_cores_s_per_byte", c.encode_all_cores);
+    if (c.decode_all_cores > 0) t.insert("decode_all_cores_s_per_byte", c.decode_all_cores);
     codecs.insert(c.name, std::move(t));
   }
   root.insert("codecs", std::move(codecs));
@@ -173,8 +173,8 @@ Model from_toml(const std::string& text, const std::string& origin) {
       k.encode = number(*c, "encode_s_per_byte", where);
       k.decode = number(*c, "decode_s_per_byte", where);
       k.decode_accumulate = number(*c, "decode_accumulate_s_per_byte", where, false, 0);
-      k.encode_busy = number(*c, "encode_all_cores_s_per_byte", where, false, 0);
-      k.decode_busy = number(*c, "decode_all_cores_s_per_byte", where, false, 0);
+      k.encode_all_cores = number(*c, "encode_all_cores_s_per_byte", where, false, 0);
+      k.decode_all_cores = number(*c, "decode_all_cores_s_per_byte", where, false, 0);
       has_none = has_none || k.name == "none";
       m.codecs.push_back(k);
     }

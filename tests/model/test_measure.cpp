@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "model/measure.hpp"
 

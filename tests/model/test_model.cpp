@@ -158,16 +158,16 @@ TEST(ModelFormulas, SharedIndicesReduceTheValuesDensely) {
   EXPECT_NEAR(c.total, values.total + 1e8 * 2e-10, 1e-12);
   // With its cost measured while every core runs it, that cost: the ranks encode (and decode) at once.
   CodecCost busy = randomk;
-  busy.encode_busy = 1.5e-10;
-  busy.decode_busy = 2.5e-10;
+  busy.encode_all_cores = 1.5e-10;
+  busy.decode_all_cores = 2.5e-10;
   EXPECT_NEAR(exchange(busy, 1e8, t).total, values.total + 1e8 * 4e-10, 1e-12);
   // Only where measured: either one alone falls back to its own cost alone.
-  busy.encode_busy = 0;
+  busy.encode_all_cores = 0;
   EXPECT_NEAR(exchange(busy, 1e8, t).total, values.total + 1e8 * 3.5e-10, 1e-12);
   // The pipelined algorithms keep the costs alone (their ranks' codec work interleaves with transfers).
   CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-10, 1e-10, 1e-10};
   const double alone = exchange(int8, 1e8, t).total;
-  int8.encode_busy = int8.decode_busy = 9e-10;
+  int8.encode_all_cores = int8.decode_all_cores = 9e-10;
   EXPECT_DOUBLE_EQ(exchange(int8, 1e8, t).total, alone);
 }
 
@@ -513,8 +513,8 @@ Model sample() {
               {"fp16", CodecKind::Summable, 2, 4e-10, 3e-10},
               {"int8", CodecKind::Quantized, 3.9, 5e-10, 4e-10, 4.5e-10},
               {"topk", CodecKind::Sparse, 40, 3e-9, 2e-9}};
-  m.codecs[2].encode_busy = 6e-10;
-  m.codecs[2].decode_busy = 7e-10;
+  m.codecs[2].encode_all_cores = 6e-10;
+  m.codecs[2].decode_all_cores = 7e-10;
   m.source = "test";
   return m;
 }
@@ -541,9 +541,9 @@ TEST(ModelFile, RoundTripsThroughToml) {
   EXPECT_DOUBLE_EQ(back.codec("int8")->ratio, 3.9);
   EXPECT_DOUBLE_EQ(back.codec("int8")->decode_accumulate, 4.5e-10);
   EXPECT_DOUBLE_EQ(back.codec("fp16")->decode_accumulate, 0);  // not measured: absent from the file
-  EXPECT_DOUBLE_EQ(back.codec("int8")->encode_busy, 6e-10);
-  EXPECT_DOUBLE_EQ(back.codec("int8")->decode_busy, 7e-10);
-  EXPECT_DOUBLE_EQ(back.codec("fp16")->encode_busy, 0);
+  EXPECT_DOUBLE_EQ(back.codec("int8")->encode_all_cores, 6e-10);
+  EXPECT_DOUBLE_EQ(back.codec("int8")->decode_all_cores, 7e-10);
+  EXPECT_DOUBLE_EQ(back.codec("fp16")->encode_all_cores, 0);
   EXPECT_THROW(back.link("ib"), std::invalid_argument);
 }
 

@@ -62,7 +62,8 @@ int main(void) {
   return 0;
 }
 "#;
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("gw-ternary-layout-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("gw-ternary-layout-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("probe.c"), src).unwrap();
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
