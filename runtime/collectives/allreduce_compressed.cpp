@@ -23,6 +23,7 @@ constexpr uint64_t kMaxMessages = uint64_t{1} << comm::tags::kStepBits;
 const char* compressed_algorithm_name(CompressedAlgorithm a) {
   switch (a) {
     case CompressedAlgorithm::Local: return "local";
+    case CompressedAlgorithm::Dense: return "dense";
     case CompressedAlgorithm::SummableRing: return "summable ring";
     case CompressedAlgorithm::ScatterReduceAllgather: return "scatter-reduce-allgather";
     case CompressedAlgorithm::SparseAllgather: return "sparse allgather";
@@ -94,9 +95,23 @@ uint64_t piece_count(uint64_t count, uint64_t chunk_elements, uint64_t messages_
   return std::max<uint64_t>(1, std::min(wanted, (kMaxMessages - 1) / std::max<uint64_t>(1, messages_per_piece)));
 }
 
-CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements) {
+bool payloads_are_values(Codec& codec) {
+  const gw_codec_properties& p = codec.properties();
+  const uint32_t both = GW_CODEC_LOSSLESS | GW_CODEC_SUMMABLE;
+  if ((p.flags & both) != both || (p.flags & (GW_CODEC_SPARSE | GW_CODEC_SHARED_INDICES)) ||
+      p.sum_dtype != GW_DTYPE_F32)
+    return false;
+  const uint64_t header = codec.max_payload_size(GW_DTYPE_F32, 0);
+  return codec.max_payload_size(GW_DTYPE_F32, 1) == header + 4 && codec.max_payload_size(GW_DTYPE_F32, 4096) == header + 4 * 4096;
+}
+
+CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements,
+                                      bool plain) {
   const uint32_t flags = codec.properties().flags;
   if (world_size == 1) return CompressedAlgorithm::Local;
+  // The dense ring adds exactly as the summable ring does (the same blocks, the same order), so a tensor
+  // gets the same bits whichever of the two it takes; below one element per rank the ring has no blocks.
+  if (plain && count >= world_size && payloads_are_values(codec)) return CompressedAlgorithm::Dense;
   if (flags & GW_CODEC_SHARED_INDICES) return CompressedAlgorithm::SharedIndices;
   if (flags & GW_CODEC_SPARSE) {
     // Every rank receives the others' payloads (n - 1 of them) where a dense ring allreduce receives
@@ -116,14 +131,18 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
   CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size(), a.memory.get());
   const uint64_t chunk = std::max<uint64_t>(1, a.chunk_elements);
   if (a.count > 0) {
-    const CompressedAlgorithm algorithm = choose_compressed(*a.codec, a.count, c.size(), chunk);
+    const bool plain = a.ef == nullptr && ops.memory().direct_payloads();
+    const CompressedAlgorithm algorithm = choose_compressed(*a.codec, a.count, c.size(), chunk, plain);
     const float* in = a.in != nullptr ? a.in : a.buf;
-    // Every algorithm but these two reads the input where it is.
-    const bool works_on_a_copy =
-        algorithm == CompressedAlgorithm::Local || algorithm == CompressedAlgorithm::SparseDense;
+    // Every algorithm but these three reads the input where it is.
+    const bool works_on_a_copy = algorithm == CompressedAlgorithm::Local || algorithm == CompressedAlgorithm::Dense ||
+                                 algorithm == CompressedAlgorithm::SparseDense;
     if (in != a.buf && works_on_a_copy) ops.memory().copy(a.buf, in, a.count);
     switch (algorithm) {
       case CompressedAlgorithm::Local: co_await allreduce_local(ops, a.buf, a.count, a.op, chunk); break;
+      case CompressedAlgorithm::Dense:
+        co_await allreduce_ring(c, a.buf, a.count, GW_DTYPE_F32, a.op);
+        break;
       case CompressedAlgorithm::SummableRing:
         co_await allreduce_summable_ring(c, ops, in, a.buf, a.count, a.op, chunk);
         break;

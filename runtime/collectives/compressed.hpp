@@ -20,7 +20,8 @@ namespace gw::coll {
 
 enum class CompressedAlgorithm {
   Local,                   // one rank: decode(encode(x)) through the same error feedback
-  SummableRing,            // fp16, bf16, none: ring over encoded pieces, decode-add-re-encode per hop
+  Dense,                   // none: its payloads are the f32 values, so the dense ring moves them as they are
+  SummableRing,            // fp16, bf16: ring over encoded pieces, decode-add-re-encode per hop
   ScatterReduceAllgather,  // int8, onebit: owners sum decoded contributions in rank order, encode once
   SparseAllgather,         // topk: every rank's payloads to every rank, summed in rank order
   SparseDense,             // topk when the gathered payloads would outweigh a dense ring allreduce
@@ -98,8 +99,16 @@ struct CompressedArgs {
   std::shared_ptr<TensorMemory> memory;
 };
 
+// Whether a codec's payload body is its f32 input as it is: lossless, summable in f32, and 4 bytes per
+// element (the none codec). Its encodings would be copies, and its sums those of the dense allreduce.
+bool payloads_are_values(Codec& codec);
+
 // The algorithm every rank will run for this codec, count and world size (a pure function of them).
-CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements);
+// `plain`: the tensor is in host memory and no error feedback wraps the codec, so a codec whose payloads
+// are its values can skip its copies (Dense: the dense ring, with the summable ring's bits); otherwise
+// it takes the summable ring like fp16.
+CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements,
+                                      bool plain = true);
 
 // The whole compressed allreduce of args.in (or args.buf) into args.buf. One rank and the sparse codecs'
 // dense fallback work in place on a copy; every other algorithm reads the input where it is.

@@ -163,26 +163,51 @@ class StagedPayloads : public ::testing::TestWithParam<const char*> {};
 TEST_P(StagedPayloads, GiveTheDirectPathsBitsOnEveryRank) {
   Runtime rt;
   const std::string codec = GetParam();
-  for (uint32_t n : {1u, 3u, 4u}) {
-    for (bool out_of_place : {false, true}) {
-      uint64_t staged_payloads = 0;
-      const uint64_t count = 100003;
-      const auto direct = run(rt.rt, codec, n, count, GW_REDUCE_AVG, false, out_of_place, nullptr);
-      const auto staged = run(rt.rt, codec, n, count, GW_REDUCE_AVG, true, out_of_place, &staged_payloads);
-      EXPECT_GT(staged_payloads, 0u) << codec << ": the staged path staged nothing";
-      for (uint32_t r = 0; r < n; ++r) {
-        EXPECT_EQ(std::memcmp(direct[r].data(), staged[r].data(), 4 * count), 0)
-            << codec << ", " << n << " ranks, rank " << r << (out_of_place ? ", out of place" : "");
-        EXPECT_EQ(std::memcmp(staged[0].data(), staged[r].data(), 4 * count), 0) << codec << ": rank " << r << " differs";
-      }
-      // The average is an average: for n > 1 it differs from rank 0's own input somewhere.
-      if (n > 1) {
-        bool moved = false;
-        for (uint64_t i = 0; i < count && !moved; ++i) moved = staged[0][i] != value(0, i);
-        EXPECT_TRUE(moved) << codec << ": the result is rank 0's input";
+  // The counts: one piece per block and several, and a few elements per rank. "none" takes the dense
+  // ring directly and the summable ring when staged: the two must add alike at every size.
+  for (const uint64_t count : {uint64_t(100003), uint64_t(1009), uint64_t(5)}) {
+    for (uint32_t n : {1u, 3u, 4u}) {
+      for (bool out_of_place : {false, true}) {
+        uint64_t staged_payloads = 0;
+        const auto direct = run(rt.rt, codec, n, count, GW_REDUCE_AVG, false, out_of_place, nullptr);
+        const auto staged = run(rt.rt, codec, n, count, GW_REDUCE_AVG, true, out_of_place, &staged_payloads);
+        EXPECT_GT(staged_payloads, 0u) << codec << ": the staged path staged nothing";
+        for (uint32_t r = 0; r < n; ++r) {
+          EXPECT_EQ(std::memcmp(direct[r].data(), staged[r].data(), 4 * count), 0)
+              << codec << ", " << count << " elements, " << n << " ranks, rank " << r
+              << (out_of_place ? ", out of place" : "");
+          EXPECT_EQ(std::memcmp(staged[0].data(), staged[r].data(), 4 * count), 0) << codec << ": rank " << r << " differs";
+        }
+        // The average is an average: for n > 1 it differs from rank 0's own input somewhere.
+        if (n > 1) {
+          bool moved = false;
+          for (uint64_t i = 0; i < count && !moved; ++i) moved = staged[0][i] != value(0, i);
+          EXPECT_TRUE(moved) << codec << ": the result is rank 0's input";
+        }
       }
     }
   }
+}
+
+// The none codec's payloads are its values: in host memory without error feedback it takes the dense
+// ring (no copies); staged, wrapped in error feedback, or with fewer elements than ranks it keeps the
+// summable ring; fp16, whose payloads are half the size, always takes the summable ring.
+TEST(StagedPayloads, OnlyACodecWhosePayloadsAreItsValuesSkipsItsCopies) {
+  Runtime rt;
+  gw_codec* none = nullptr;
+  gw_codec* fp16 = nullptr;
+  ASSERT_EQ(gw_codec_create(rt.rt, "none", &none), GW_OK);
+  ASSERT_EQ(gw_codec_create(rt.rt, "fp16", &fp16), GW_OK);
+  using gw::coll::CompressedAlgorithm;
+  EXPECT_TRUE(gw::coll::payloads_are_values(*none->impl));
+  EXPECT_FALSE(gw::coll::payloads_are_values(*fp16->impl));
+  EXPECT_EQ(gw::coll::choose_compressed(*none->impl, 1000, 4, 256), CompressedAlgorithm::Dense);
+  EXPECT_EQ(gw::coll::choose_compressed(*none->impl, 1000, 4, 256, false), CompressedAlgorithm::SummableRing);
+  EXPECT_EQ(gw::coll::choose_compressed(*none->impl, 3, 4, 256), CompressedAlgorithm::SummableRing);
+  EXPECT_EQ(gw::coll::choose_compressed(*none->impl, 1000, 1, 256), CompressedAlgorithm::Local);
+  EXPECT_EQ(gw::coll::choose_compressed(*fp16->impl, 1000, 4, 256), CompressedAlgorithm::SummableRing);
+  gw_codec_destroy(none);
+  gw_codec_destroy(fp16);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, StagedPayloads,

@@ -303,6 +303,42 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes, uint32_t per_node) {
   return summarize(rates).median;
 }
 
+TcpProbe measure_ring_step(gw_comm* comm, double cores, uint64_t bytes, uint64_t piece) {
+  const uint32_t n = gw_comm_size(comm), rank = gw_comm_rank(comm);
+  if (n < 2) return {};
+  if (bytes == 0) bytes = std::clamp<uint64_t>(probe_bytes() / 8, 1 << 20, 16 << 20);
+  piece = std::max<uint64_t>(4, std::min(piece, bytes)) / 4 * 4;
+  const uint64_t pieces = (bytes + piece - 1) / piece;
+  std::vector<float> out(bytes / 4, 1.0f), in(bytes / 4);
+  std::vector<double> seconds;
+  for (int round = 0; round < kProbeRounds; ++round) {
+    check_bench(gw_barrier(comm), "ring probe: barrier");
+    const auto t0 = Clock::now();
+    std::vector<gw_request*> requests;
+    for (uint64_t p = 0; p < pieces; ++p) {
+      const uint64_t first = p * piece / 4, count = std::min(piece / 4, out.size() - first);
+      gw_tensor r = GW_TENSOR_INIT, s = GW_TENSOR_INIT;
+      r.data = in.data() + first, r.count = count, r.dtype = GW_DTYPE_F32;
+      s.data = out.data() + first, s.count = count, s.dtype = GW_DTYPE_F32;
+      gw_request* q = nullptr;
+      check_bench(gw_recv_start(comm, &r, (rank + n - 1) % n, uint32_t(p), &q), "ring probe: receive");
+      requests.push_back(q);
+      check_bench(gw_send_start(comm, &s, (rank + 1) % n, uint32_t(p), &q), "ring probe: send");
+      requests.push_back(q);
+    }
+    for (gw_request* q : requests) {
+      check_bench(gw_request_wait(q, -1), "ring probe: wait");
+      gw_request_free(q);
+    }
+    seconds.push_back(slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count()));
+  }
+  const double s = summarize(seconds).median;
+  TcpProbe p;
+  p.bytes_per_s = double(bytes) / s;
+  p.cpu_s_per_byte = s * cores / (double(n) * double(bytes));
+  return p;
+}
+
 TcpProbe measure_loopback_tcp(uint64_t bytes) {
   Fd listener{listen_on(INADDR_LOOPBACK, 0, 1)};
   Fd out{connect_to("127.0.0.1", port_of(listener.fd))};
@@ -402,19 +438,6 @@ std::optional<gw::model::Model> load_model_option(const std::string& path, const
   }
 }
 
-namespace {
-
-// The suites time gw_allreduce_compressed for every codec, "none" included: it runs the none codec like
-// the summable ones, a ring over pieces it copies, adds and copies out, where the model's "none" is the
-// dense gw_allreduce (what gw_sync runs uncompressed). With none's costs measured (a model file without
-// them keeps the dense ring) the prediction is of what was timed.
-gw::model::CodecCost as_compressed(gw::model::CodecCost c) {
-  if (c.kind == gw::model::CodecKind::Dense && c.encode > 0) c.kind = gw::model::CodecKind::Summable;
-  return c;
-}
-
-}  // namespace
-
 gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string& codec, gw::model::CodecKind kind,
                                double size_ratio, double bytes, int ranks, double bytes_per_s, double cores,
                                double cpu_s_per_byte, double all_to_all_bytes_per_s) {
@@ -427,7 +450,7 @@ gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string&
   t.intra.all_to_all_beta = t.inter.all_to_all_beta = all_to_all_bytes_per_s > 0 ? 1 / all_to_all_bytes_per_s : 0;
   if (model) {
     t.cores = std::max(1e-3, model->machine.cores / double(std::max(1, ranks)));
-    if (const gw::model::CodecCost* k = model->codec(codec)) c = as_compressed(*k);
+    if (const gw::model::CodecCost* k = model->codec(codec)) c = *k;
     t.gamma = model->machine.gamma;
     t.call = model->machine.call;
     if (model->links.count("tcp")) t.intra.alpha = t.inter.alpha = model->links.at("tcp").alpha;
@@ -453,10 +476,10 @@ std::optional<gw::model::Cost> node_allreduce_cost(const gw::model::Model& model
   t.inter.cpu = cpu_s_per_byte;
   t.inter.all_to_all_beta = all_to_all_bytes_per_s > 0 ? 1 / all_to_all_bytes_per_s : 0;
   if (model.links.count("tcp")) t.inter.alpha = model.links.at("tcp").alpha;
-  // The two-level allreduce sends every codec's payloads through its own cross phase (the model's
+  // gw_allreduce_compressed runs "none" as the dense ring (its payloads are its values), the model's Dense;
+  // the two-level allreduce sends every codec's payloads through its own cross phase (the model's
   // two-level formula prices none's copies there).
-  return gw::model::exchange(two_level ? *c : as_compressed(*c), bytes, t,
-                             two_level ? gw::model::Algorithm::TwoLevel : gw::model::Algorithm::Auto);
+  return gw::model::exchange(*c, bytes, t, two_level ? gw::model::Algorithm::TwoLevel : gw::model::Algorithm::Auto);
 }
 
 }  // namespace gwcli::bench

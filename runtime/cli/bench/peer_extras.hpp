@@ -60,6 +60,15 @@ class TcpLinkProbe {
 // TcpLinkProbe when bytes is 0.
 double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node = 1);
 
+// Inside a run: what the ranks' own transport costs the cores per byte as a ring algorithm drives it.
+// Every rank sends `bytes` to the next rank and receives as many from the previous one through the
+// communicator (gw_send_start / gw_recv_start, in pieces of `piece` bytes all posted at once), all ranks
+// at once; three rounds, each timed to the slowest rank. `cpu_s_per_byte` = the median round's time x
+// `cores` / (ranks x bytes): the core-seconds a byte sent took when the cores and not the link paced the
+// ring (the kernel's work, the transport's copies and the ranks' turns on the cores together);
+// `bytes_per_s` = what a rank sent per second. Sized like TcpLinkProbe / 8 (1 to 16 MB) when bytes is 0.
+TcpProbe measure_ring_step(gw_comm* comm, double cores, uint64_t bytes = 0, uint64_t piece = 1 << 20);
+
 // The same between two threads of this process over loopback (gradwire calibrate's tcp link): the median
 // of three transfers of `bytes`.
 TcpProbe measure_loopback_tcp(uint64_t bytes);

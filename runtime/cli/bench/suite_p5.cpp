@@ -14,8 +14,9 @@
 // set when the peer was MPI alone). ideal: the bytes each rank must send with the codec's algorithm at the
 // rate one plain TCP transfer between two ranks reached in the same run; of_ideal = ideal / ours. With
 // --model, predicted_ms and error: the cost model's prediction at that measured rate, the all-to-all
-// algorithms' wire at the rate every rank reached sending to all the others at once, also measured in the
-// same run (all_to_all_mb_per_s; docs/cost-model.md).
+// algorithms' wire at the rate every rank reached sending to all the others at once, and the transport's
+// CPU per byte from a ring step of the ranks' own transport where the cores paced it (else from the
+// plain transfer's busy time), all measured in the same run (docs/cost-model.md).
 // extra: the link actually used ("loopback" without root), spreads, the codec's size ratio
 // (f32 bytes / encoded bytes of the whole gradient), and for the none codec gradwire's own uncompressed
 // allreduce over the same links (P4's comparison, on slow links).
@@ -72,6 +73,9 @@ void run_worker(const Options& o, const std::string& out_path) {
     TcpLinkProbe link(comm);
     for (int i = 0; i < kProbeRounds; ++i) link.transfer();
     r["all_to_all_bytes_per_s"] = measure_all_to_all(comm);
+    const TcpProbe ring = measure_ring_step(comm, std::max(1u, std::thread::hardware_concurrency()));
+    r["ring_bytes_per_s"] = ring.bytes_per_s;
+    r["ring_cpu_s_per_byte"] = ring.cpu_s_per_byte;
     const CodecSet codecs(rt, {std::begin(kCodecs), std::end(kCodecs)}, "P5");
     for (size_t i = 0; i < codecs.size(); ++i) {
       gw_codec_properties props = GW_CODEC_PROPERTIES_INIT;
@@ -181,11 +185,17 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
     const bool gloo_best = gloo && gloo_s.median > 0 && gloo_s.median < mpi_s.median;
     const Stats peer = gloo_best ? gloo_s : mpi_s;
     const double link_rate = ours.value("link_bytes_per_s", 0.0);
-    const double link_cpu = ours.value("link_cpu_s_per_byte", 0.0);
+    const double cores = std::max(1u, std::thread::hardware_concurrency());
+    const double probe_cpu = ours.value("link_cpu_s_per_byte", 0.0);
+    const double ring_rate = ours.value("ring_bytes_per_s", 0.0), ring_cpu = ours.value("ring_cpu_s_per_byte", 0.0);
+    // The transport's cost per byte: where the ranks outnumber the cores (they take turns on them) and
+    // the cores, not the link, paced the ring step (its ranks sent at under 80 % of the link's rate),
+    // the ring step's; else the busy time of the plain TCP transfer, whose two ends each had a core.
+    const bool ring_cpu_bound = ranks > cores && ring_rate > 0 && ring_rate < 0.8 * link_rate;
+    const double link_cpu = ring_cpu_bound ? ring_cpu : probe_cpu;
     const double all_to_all_rate = ours.value("all_to_all_bytes_per_s", 0.0);
     const uint64_t bytes = element_count(options) * 4;
     const uint64_t mb = bytes / 1'000'000;
-    const double cores = std::max(1u, std::thread::hardware_concurrency());
     for (const char* name : kCodecs) {
       const json& c = ours.at("codecs").at(name);
       const Stats s = summarize(c.at("seconds").get<std::vector<double>>());
@@ -209,6 +219,9 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
                    {"size_ratio", size_ratio},
                    {"link_mb_per_s", link_rate / 1e6},
                    {"link_cpu_ns_per_byte", link_cpu * 1e9},
+                   {"probe_cpu_ns_per_byte", probe_cpu * 1e9},
+                   {"ring_cpu_ns_per_byte", ring_cpu * 1e9},
+                   {"ring_mb_per_s", ring_rate / 1e6},
                    {"all_to_all_mb_per_s", all_to_all_rate / 1e6},
                    {"repetitions", options.repetitions}};
       if (gloo) res.extra["gloo_ms"] = gloo_s.median * 1e3, res.extra["ratio_vs_gloo"] = s.median > 0 ? gloo_s.median / s.median : 0;
