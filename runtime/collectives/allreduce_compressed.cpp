@@ -106,12 +106,12 @@ bool payloads_are_values(Codec& codec) {
 }
 
 CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements,
-                                      bool plain) {
+                                      bool host) {
   const uint32_t flags = codec.properties().flags;
   if (world_size == 1) return CompressedAlgorithm::Local;
   // The dense ring adds exactly as the summable ring does (the same blocks, the same order), so a tensor
   // gets the same bits whichever of the two it takes; below one element per rank the ring has no blocks.
-  if (plain && count >= world_size && payloads_are_values(codec)) return CompressedAlgorithm::Dense;
+  if (host && count >= world_size && payloads_are_values(codec)) return CompressedAlgorithm::Dense;
   if (flags & GW_CODEC_SHARED_INDICES) return CompressedAlgorithm::SharedIndices;
   if (flags & GW_CODEC_SPARSE) {
     // Every rank receives the others' payloads (n - 1 of them) where a dense ring allreduce receives
@@ -131,8 +131,8 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
   CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size(), a.memory.get());
   const uint64_t chunk = std::max<uint64_t>(1, a.chunk_elements);
   if (a.count > 0) {
-    const bool plain = a.ef == nullptr && ops.memory().direct_payloads();
-    const CompressedAlgorithm algorithm = choose_compressed(*a.codec, a.count, c.size(), chunk, plain);
+    const CompressedAlgorithm algorithm =
+        choose_compressed(*a.codec, a.count, c.size(), chunk, ops.memory().direct_payloads());
     const float* in = a.in != nullptr ? a.in : a.buf;
     // Every algorithm but these three reads the input where it is.
     const bool works_on_a_copy = algorithm == CompressedAlgorithm::Local || algorithm == CompressedAlgorithm::Dense ||

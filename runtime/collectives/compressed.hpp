@@ -104,11 +104,12 @@ struct CompressedArgs {
 bool payloads_are_values(Codec& codec);
 
 // The algorithm every rank will run for this codec, count and world size (a pure function of them).
-// `plain`: the tensor is in host memory and no error feedback wraps the codec, so a codec whose payloads
-// are its values can skip its copies (Dense: the dense ring, with the summable ring's bits); otherwise
-// it takes the summable ring like fp16.
+// `host`: the tensor is in host memory, where a codec whose payloads are its values skips its copies
+// (Dense: the dense ring, with the summable ring's bits; error feedback around such a codec has nothing
+// to keep); a device tensor takes the summable ring like fp16, so the ranks of one collective must hold
+// their tensors in the same kind of memory.
 CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements,
-                                      bool plain = true);
+                                      bool host = true);
 
 // The whole compressed allreduce of args.in (or args.buf) into args.buf. One rank and the sparse codecs'
 // dense fallback work in place on a copy; every other algorithm reads the input where it is.

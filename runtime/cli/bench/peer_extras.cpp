@@ -303,39 +303,46 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes, uint32_t per_node) {
   return summarize(rates).median;
 }
 
-TcpProbe measure_ring_step(gw_comm* comm, double cores, uint64_t bytes, uint64_t piece) {
-  const uint32_t n = gw_comm_size(comm), rank = gw_comm_rank(comm);
-  if (n < 2) return {};
-  if (bytes == 0) bytes = std::clamp<uint64_t>(probe_bytes() / 8, 1 << 20, 16 << 20);
-  piece = std::max<uint64_t>(4, std::min(piece, bytes)) / 4 * 4;
-  const uint64_t pieces = (bytes + piece - 1) / piece;
-  std::vector<float> out(bytes / 4, 1.0f), in(bytes / 4);
-  std::vector<double> seconds;
-  for (int round = 0; round < kProbeRounds; ++round) {
-    check_bench(gw_barrier(comm), "ring probe: barrier");
-    const auto t0 = Clock::now();
-    std::vector<gw_request*> requests;
-    for (uint64_t p = 0; p < pieces; ++p) {
-      const uint64_t first = p * piece / 4, count = std::min(piece / 4, out.size() - first);
-      gw_tensor r = GW_TENSOR_INIT, s = GW_TENSOR_INIT;
-      r.data = in.data() + first, r.count = count, r.dtype = GW_DTYPE_F32;
-      s.data = out.data() + first, s.count = count, s.dtype = GW_DTYPE_F32;
-      gw_request* q = nullptr;
-      check_bench(gw_recv_start(comm, &r, (rank + n - 1) % n, uint32_t(p), &q), "ring probe: receive");
-      requests.push_back(q);
-      check_bench(gw_send_start(comm, &s, (rank + 1) % n, uint32_t(p), &q), "ring probe: send");
-      requests.push_back(q);
-    }
-    for (gw_request* q : requests) {
-      check_bench(gw_request_wait(q, -1), "ring probe: wait");
-      gw_request_free(q);
-    }
-    seconds.push_back(slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count()));
+RingStepProbe::RingStepProbe(gw_comm* comm, double cores, uint64_t bytes, uint64_t piece, uint32_t stride)
+    : comm_(comm), cores_(cores), bytes_(bytes), stride_(stride) {
+  if (bytes_ == 0) bytes_ = std::clamp<uint64_t>(probe_bytes() / 8, 1 << 20, 16 << 20);
+  bytes_ = std::max<uint64_t>(4, bytes_ / 4 * 4);
+  piece_ = std::max<uint64_t>(4, std::min(piece, bytes_) / 4 * 4);
+  out_.assign(bytes_ / 4, 1.0f);
+  in_.resize(bytes_ / 4);
+}
+
+void RingStepProbe::step() {
+  const uint32_t n = gw_comm_size(comm_), rank = gw_comm_rank(comm_), d = stride_ % n;
+  if (n < 2 || d == 0) return;
+  const uint64_t per_piece = piece_ / 4;
+  check_bench(gw_barrier(comm_), "ring probe: barrier");
+  const auto t0 = Clock::now();
+  std::vector<gw_request*> requests;
+  for (uint64_t first = 0, tag = 0; first < out_.size(); first += per_piece, ++tag) {
+    gw_tensor r = GW_TENSOR_INIT, s = GW_TENSOR_INIT;
+    r.count = s.count = std::min(per_piece, out_.size() - first);
+    r.data = in_.data() + first;
+    s.data = out_.data() + first;
+    gw_request* q = nullptr;
+    check_bench(gw_recv_start(comm_, &r, (rank + n - d) % n, uint32_t(tag), &q), "ring probe: receive");
+    requests.push_back(q);
+    check_bench(gw_send_start(comm_, &s, (rank + d) % n, uint32_t(tag), &q), "ring probe: send");
+    requests.push_back(q);
   }
-  const double s = summarize(seconds).median;
+  for (gw_request* q : requests) {
+    check_bench(gw_request_wait(q, -1), "ring probe: wait");
+    gw_request_free(q);
+  }
+  seconds_.push_back(slowest_rank(comm_, std::chrono::duration<double>(Clock::now() - t0).count()));
+}
+
+TcpProbe RingStepProbe::result() const {
+  if (seconds_.empty()) return {};
+  const double s = summarize(seconds_).median;
   TcpProbe p;
-  p.bytes_per_s = double(bytes) / s;
-  p.cpu_s_per_byte = s * cores / (double(n) * double(bytes));
+  p.bytes_per_s = double(bytes_) / s;
+  p.cpu_s_per_byte = s * cores_ / (double(gw_comm_size(comm_)) * double(bytes_));
   return p;
 }
 

@@ -61,13 +61,29 @@ class TcpLinkProbe {
 double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node = 1);
 
 // Inside a run: what the ranks' own transport costs the cores per byte as a ring algorithm drives it.
-// Every rank sends `bytes` to the next rank and receives as many from the previous one through the
-// communicator (gw_send_start / gw_recv_start, in pieces of `piece` bytes all posted at once), all ranks
-// at once; three rounds, each timed to the slowest rank. `cpu_s_per_byte` = the median round's time x
-// `cores` / (ranks x bytes): the core-seconds a byte sent took when the cores and not the link paced the
-// ring (the kernel's work, the transport's copies and the ranks' turns on the cores together);
-// `bytes_per_s` = what a rank sent per second. Sized like TcpLinkProbe / 8 (1 to 16 MB) when bytes is 0.
-TcpProbe measure_ring_step(gw_comm* comm, double cores, uint64_t bytes = 0, uint64_t piece = 1 << 20);
+// In a step every rank sends `bytes` to the rank `stride` after it and receives as many from the rank
+// `stride` before it (stride 1: a ring; the ranks per node: every flow crosses a node link) through
+// the communicator (gw_send_start / gw_recv_start, in pieces of `piece` bytes all posted at once), all
+// ranks at once, timed to the slowest rank. Every rank calls step() together, as often as wanted: spread
+// between the measurements it describes, like TcpLinkProbe's transfers, since what a byte costs the
+// cores moves from one second to the next. result(): the median step's `bytes_per_s` (what a rank sent
+// per second) and `cpu_s_per_byte` = its time x `cores` / (ranks x bytes), the core-seconds a byte sent
+// took where the cores and not the link paced the ring (the kernel's work, the transport's copies and
+// the ranks' turns on the cores together). Sized like TcpLinkProbe / 8 (1 to 16 MB) when bytes is 0.
+class RingStepProbe {
+ public:
+  RingStepProbe(gw_comm* comm, double cores, uint64_t bytes = 0, uint64_t piece = 1 << 20, uint32_t stride = 1);
+  void step();
+  TcpProbe result() const;
+
+ private:
+  gw_comm* comm_;
+  double cores_;
+  uint64_t bytes_, piece_;
+  uint32_t stride_;
+  std::vector<float> out_, in_;
+  std::vector<double> seconds_;
+};
 
 // The same between two threads of this process over loopback (gradwire calibrate's tcp link): the median
 // of three transfers of `bytes`.

@@ -73,9 +73,8 @@ void run_worker(const Options& o, const std::string& out_path) {
     TcpLinkProbe link(comm);
     for (int i = 0; i < kProbeRounds; ++i) link.transfer();
     r["all_to_all_bytes_per_s"] = measure_all_to_all(comm);
-    const TcpProbe ring = measure_ring_step(comm, std::max(1u, std::thread::hardware_concurrency()));
-    r["ring_bytes_per_s"] = ring.bytes_per_s;
-    r["ring_cpu_s_per_byte"] = ring.cpu_s_per_byte;
+    RingStepProbe ring(comm, std::max(1u, std::thread::hardware_concurrency()));
+    for (int i = 0; i < kProbeRounds; ++i) ring.step();
     const CodecSet codecs(rt, {std::begin(kCodecs), std::end(kCodecs)}, "P5");
     for (size_t i = 0; i < codecs.size(); ++i) {
       gw_codec_properties props = GW_CODEC_PROPERTIES_INIT;
@@ -86,12 +85,17 @@ void run_worker(const Options& o, const std::string& out_path) {
       check_bench(gw_codec_max_encoded_size(codecs.codec(i), GW_DTYPE_F32, count, &encoded), "P5: gw_codec_max_encoded_size");
       r["codecs"][codecs.name(i)] = {{"size_ratio", double(4 * count) / double(encoded)}, {"kind", gw::model::kind_name(kind)}};
     }
-    // Interleaved: a slow stretch of a shared machine falls on every codec alike; a link transfer before
-    // each round, so that the link's figures cover the same stretch.
-    const std::vector<std::vector<double>> seconds =
-        time_compressed_allreduces(comm, codecs, in, out, o.repetitions, "P5", [&] { link.transfer(); });
+    // Interleaved: a slow stretch of a shared machine falls on every codec alike; a link transfer and a
+    // ring step before each round, so that the link's and the transport's figures cover the same stretch.
+    const std::vector<std::vector<double>> seconds = time_compressed_allreduces(comm, codecs, in, out, o.repetitions, "P5", [&] {
+      link.transfer();
+      ring.step();
+    });
     for (size_t i = 0; i < codecs.size(); ++i) r["codecs"][codecs.name(i)]["seconds"] = seconds[i];
     const TcpProbe measured = link.result();
+    const TcpProbe stepped = ring.result();
+    r["ring_bytes_per_s"] = stepped.bytes_per_s;
+    r["ring_cpu_s_per_byte"] = stepped.cpu_s_per_byte;
     r["link_bytes_per_s"] = measured.bytes_per_s;
     r["link_cpu_s_per_byte"] = measured.cpu_s_per_byte;
     return r;
