@@ -102,7 +102,8 @@ bool payloads_are_values(Codec& codec) {
       p.sum_dtype != GW_DTYPE_F32)
     return false;
   const uint64_t header = codec.max_payload_size(GW_DTYPE_F32, 0);
-  return codec.max_payload_size(GW_DTYPE_F32, 1) == header + 4 && codec.max_payload_size(GW_DTYPE_F32, 4096) == header + 4 * 4096;
+  return codec.max_payload_size(GW_DTYPE_F32, 1) == header + 4 &&
+         codec.max_payload_size(GW_DTYPE_F32, 4096) == header + 4 * 4096;
 }
 
 CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements,
@@ -140,9 +141,7 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
     if (in != a.buf && works_on_a_copy) ops.memory().copy(a.buf, in, a.count);
     switch (algorithm) {
       case CompressedAlgorithm::Local: co_await allreduce_local(ops, a.buf, a.count, a.op, chunk); break;
-      case CompressedAlgorithm::Dense:
-        co_await allreduce_ring(c, a.buf, a.count, GW_DTYPE_F32, a.op);
-        break;
+      case CompressedAlgorithm::Dense: co_await allreduce_ring(c, a.buf, a.count, GW_DTYPE_F32, a.op); break;
       case CompressedAlgorithm::SummableRing:
         co_await allreduce_summable_ring(c, ops, in, a.buf, a.count, a.op, chunk);
         break;

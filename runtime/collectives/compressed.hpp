@@ -103,8 +103,8 @@ struct CompressedArgs {
 // element (the none codec). Its encodings would be copies, and its sums those of the dense allreduce.
 bool payloads_are_values(Codec& codec);
 
-// The algorithm every rank will run for this codec, count and world size (a pure function of them).
-// `host`: the tensor is in host memory, where a codec whose payloads are its values skips its copies
+// The algorithm every rank will run for this codec, count, world size and memory (a pure function of
+// them). `host`: the tensor is in host memory, where a codec whose payloads are its values skips its copies
 // (Dense: the dense ring, with the summable ring's bits; error feedback around such a codec has nothing
 // to keep); a device tensor takes the summable ring like fp16, so the ranks of one collective must hold
 // their tensors in the same kind of memory.

@@ -176,7 +176,8 @@ TEST_P(StagedPayloads, GiveTheDirectPathsBitsOnEveryRank) {
           EXPECT_EQ(std::memcmp(direct[r].data(), staged[r].data(), 4 * count), 0)
               << codec << ", " << count << " elements, " << n << " ranks, rank " << r
               << (out_of_place ? ", out of place" : "");
-          EXPECT_EQ(std::memcmp(staged[0].data(), staged[r].data(), 4 * count), 0) << codec << ": rank " << r << " differs";
+          EXPECT_EQ(std::memcmp(staged[0].data(), staged[r].data(), 4 * count), 0)
+              << codec << ": rank " << r << " differs";
         }
         // The average is an average: for n > 1 it differs from rank 0's own input somewhere.
         if (n > 1) {

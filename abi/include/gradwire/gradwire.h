@@ -297,8 +297,9 @@ GW_API gw_status gw_recv(gw_comm* comm, gw_tensor* buf, uint32_t peer, uint32_t 
 /* Compressed allreduce: out = in summed (GW_REDUCE_SUM) or averaged (GW_REDUCE_AVG, divided once at the
  * end) over all ranks, moving `codec`'s payloads instead of the elements. The codec's properties choose
  * the algorithm (docs/collectives.md): a codec whose payloads are its f32 values (none) the dense ring
- * on host tensors, summable codecs (fp16, bf16) a ring over encoded pieces, other dense codecs (int8, onebit) scatter-reduce-allgather, sparse codecs (topk) an allgather of the
- * payloads summed in rank order, shared-index codecs (randomk) a dense reduction of the kept values.
+ * on host tensors, summable codecs (fp16, bf16) a ring over encoded pieces, other dense codecs (int8,
+ * onebit) scatter-reduce-allgather, sparse codecs (topk) an allgather of the payloads summed in rank
+ * order, shared-index codecs (randomk) a dense reduction of the kept values.
  * Every rank decodes the same final bytes, so every rank ends with the same bits. in and out are f32
  * host tensors of one count; in == out is in place. `context` (NULL: seed 0, step 0) gives the seed and
  * step, which every rank must pass alike; rank, world size and workspace come from the communicator.

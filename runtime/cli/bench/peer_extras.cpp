@@ -337,6 +337,10 @@ void RingStepProbe::step() {
   seconds_.push_back(slowest_rank(comm_, std::chrono::duration<double>(Clock::now() - t0).count()));
 }
 
+bool ring_paced_by_cores(double ring_bytes_per_s, double per_link, double link_bytes_per_s) {
+  return ring_bytes_per_s > 0 && link_bytes_per_s > 0 && per_link * ring_bytes_per_s <= 0.6 * link_bytes_per_s;
+}
+
 TcpProbe RingStepProbe::result() const {
   if (seconds_.empty()) return {};
   const double s = summarize(seconds_).median;

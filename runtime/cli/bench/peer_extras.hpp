@@ -70,6 +70,12 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node =
 // per second) and `cpu_s_per_byte` = its time x `cores` / (ranks x bytes), the core-seconds a byte sent
 // took where the cores and not the link paced the ring (the kernel's work, the transport's copies and
 // the ranks' turns on the cores together). Sized like TcpLinkProbe / 8 (1 to 16 MB) when bytes is 0.
+// Whether a ring step's rate says the cores paced it: its ranks, `per_link` of them sharing a link,
+// sent at most 60 % of the link's rate `link_bytes_per_s` together. A step the link paces reaches 0.76
+// to 1.0 of the link (0.76: 8 flows of 4 nodes behind 100 Mbit/s, whose short transfers TCP's start
+// slows), one the cores pace at 10 Gbit/s 0.2 to 0.45 (2 to 8 ranks on 2 cores).
+bool ring_paced_by_cores(double ring_bytes_per_s, double per_link, double link_bytes_per_s);
+
 class RingStepProbe {
  public:
   RingStepProbe(gw_comm* comm, double cores, uint64_t bytes = 0, uint64_t piece = 1 << 20, uint32_t stride = 1);

@@ -87,10 +87,11 @@ void run_worker(const Options& o, const std::string& out_path) {
     }
     // Interleaved: a slow stretch of a shared machine falls on every codec alike; a link transfer and a
     // ring step before each round, so that the link's and the transport's figures cover the same stretch.
-    const std::vector<std::vector<double>> seconds = time_compressed_allreduces(comm, codecs, in, out, o.repetitions, "P5", [&] {
-      link.transfer();
-      ring.step();
-    });
+    const std::vector<std::vector<double>> seconds =
+        time_compressed_allreduces(comm, codecs, in, out, o.repetitions, "P5", [&] {
+          link.transfer();
+          ring.step();
+        });
     for (size_t i = 0; i < codecs.size(); ++i) r["codecs"][codecs.name(i)]["seconds"] = seconds[i];
     const TcpProbe measured = link.result();
     const TcpProbe stepped = ring.result();
@@ -193,9 +194,9 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
     const double probe_cpu = ours.value("link_cpu_s_per_byte", 0.0);
     const double ring_rate = ours.value("ring_bytes_per_s", 0.0), ring_cpu = ours.value("ring_cpu_s_per_byte", 0.0);
     // The transport's cost per byte: where the ranks outnumber the cores (they take turns on them) and
-    // the cores, not the link, paced the ring step (its ranks sent at under 80 % of the link's rate),
-    // the ring step's; else the busy time of the plain TCP transfer, whose two ends each had a core.
-    const bool ring_cpu_bound = ranks > cores && ring_rate > 0 && ring_rate < 0.8 * link_rate;
+    // the cores, not the link, paced the ring step, the ring step's; else the busy time of the plain TCP
+    // transfer, whose two ends each had a core (ring_paced_by_cores).
+    const bool ring_cpu_bound = ranks > cores && ring_paced_by_cores(ring_rate, 1, link_rate);
     const double link_cpu = ring_cpu_bound ? ring_cpu : probe_cpu;
     const double all_to_all_rate = ours.value("all_to_all_bytes_per_s", 0.0);
     const uint64_t bytes = element_count(options) * 4;

@@ -62,8 +62,8 @@ void run_worker(const Options& o, const std::string& out_path, const std::string
     std::vector<float> in = gaussian_input(count, 1234 + rank), out(count);
     json r = {{"ranks", gw_comm_size(comm)}, {"count", count}, {"codecs", json::object()}};
     // The uplink's rate and CPU per byte for the prediction: node 1 sends to node 0, before the
-    // measurements and before each round of them.
-    // And the TCP transport's cost per byte with every rank sending to its place in the next node at once.
+    // measurements and before each round of them; and the TCP transport's cost per byte with every rank
+    // sending to its place in the next node at once (a ring step), at the same moments.
     std::optional<TcpLinkProbe> link;
     std::optional<RingStepProbe> ring;
     if (!o.model.empty()) {
@@ -220,15 +220,16 @@ void run_p7_inner(const Options& options, const Emit& emit) {
       if (!model || !run.contains("link_bytes_per_s")) return;
       const double all_to_all_rate = run.value("all_to_all_bytes_per_s", 0.0);
       // The TCP transport's cost per byte as in P5: the ring step's where the ranks outnumber the cores
-      // and the cores paced it (a node's ranks together sent at under 80 % of its link's rate), else the
-      // busy time of the plain transfer between two nodes.
+      // and the cores paced it (a node's ranks together share its link), else the busy time of the
+      // plain transfer between two nodes.
       const double link_rate = run.at("link_bytes_per_s").get<double>();
       const double ring_rate = run.value("ring_bytes_per_s", 0.0);
       const double cores = std::max(1u, std::thread::hardware_concurrency());
-      const bool ring_cpu_bound = nodes * kPerNode > cores && ring_rate > 0 && kPerNode * ring_rate < 0.8 * link_rate;
-      const double link_cpu = ring_cpu_bound ? run.value("ring_cpu_s_per_byte", 0.0) : run.at("link_cpu_s_per_byte").get<double>();
-      const auto p = node_allreduce_cost(*model, codec, 4.0 * double(element_count(options)), nodes, kPerNode, link_rate,
-                                         link_cpu, two_level, all_to_all_rate);
+      const bool ring_cpu_bound = nodes * kPerNode > cores && ring_paced_by_cores(ring_rate, kPerNode, link_rate);
+      const double link_cpu =
+          ring_cpu_bound ? run.value("ring_cpu_s_per_byte", 0.0) : run.at("link_cpu_s_per_byte").get<double>();
+      const auto p = node_allreduce_cost(*model, codec, 4.0 * double(element_count(options)), nodes, kPerNode,
+                                         link_rate, link_cpu, two_level, all_to_all_rate);
       if (!p) return;
       extra["predicted_ms"] = p->total * 1e3;
       extra["error"] = measured.median > 0 ? (p->total - measured.median) / measured.median : 0;
