@@ -337,8 +337,12 @@ void RingStepProbe::step() {
   seconds_.push_back(slowest_rank(comm_, std::chrono::duration<double>(Clock::now() - t0).count()));
 }
 
-bool ring_paced_by_cores(double ring_bytes_per_s, double per_link, double link_bytes_per_s) {
-  return ring_bytes_per_s > 0 && link_bytes_per_s > 0 && per_link * ring_bytes_per_s <= 0.6 * link_bytes_per_s;
+double transport_cpu_per_byte(const nlohmann::json& run, int ranks, int per_link) {
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const double link_rate = run.value("link_bytes_per_s", 0.0), ring_rate = run.value("ring_bytes_per_s", 0.0);
+  const bool paced_by_cores =
+      ranks > cores && ring_rate > 0 && link_rate > 0 && per_link * ring_rate <= 0.6 * link_rate;
+  return paced_by_cores ? run.value("ring_cpu_s_per_byte", 0.0) : run.value("link_cpu_s_per_byte", 0.0);
 }
 
 TcpProbe RingStepProbe::result() const {

@@ -70,11 +70,14 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node =
 // per second) and `cpu_s_per_byte` = its time x `cores` / (ranks x bytes), the core-seconds a byte sent
 // took where the cores and not the link paced the ring (the kernel's work, the transport's copies and
 // the ranks' turns on the cores together). Sized like TcpLinkProbe / 8 (1 to 16 MB) when bytes is 0.
-// Whether a ring step's rate says the cores paced it: its ranks, `per_link` of them sharing a link,
-// sent at most 60 % of the link's rate `link_bytes_per_s` together. A step the link paces reaches 0.76
+// The transport's CPU per byte for a prediction, from a run's figures (the workers' "link_bytes_per_s",
+// "link_cpu_s_per_byte", "ring_bytes_per_s", "ring_cpu_s_per_byte"): the ring step's where the `ranks`
+// outnumber this machine's cores (they take turns on them) and the cores paced the step, its ranks,
+// `per_link` of them sharing a link, having sent at most 60 % of the link's rate together; else the
+// busy time of the plain transfer, whose two ends each had a core. A step the link paces reaches 0.76
 // to 1.0 of the link (0.76: 8 flows of 4 nodes behind 100 Mbit/s, whose short transfers TCP's start
-// slows), one the cores pace at 10 Gbit/s 0.2 to 0.45 (2 to 8 ranks on 2 cores).
-bool ring_paced_by_cores(double ring_bytes_per_s, double per_link, double link_bytes_per_s);
+// slows), one the cores pace at 10 Gbit/s 0.2 to 0.54 (2 to 8 ranks on 2 cores).
+double transport_cpu_per_byte(const nlohmann::json& run, int ranks, int per_link);
 
 class RingStepProbe {
  public:

@@ -193,11 +193,7 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
     const double cores = std::max(1u, std::thread::hardware_concurrency());
     const double probe_cpu = ours.value("link_cpu_s_per_byte", 0.0);
     const double ring_rate = ours.value("ring_bytes_per_s", 0.0), ring_cpu = ours.value("ring_cpu_s_per_byte", 0.0);
-    // The transport's cost per byte: where the ranks outnumber the cores (they take turns on them) and
-    // the cores, not the link, paced the ring step, the ring step's; else the busy time of the plain TCP
-    // transfer, whose two ends each had a core (ring_paced_by_cores).
-    const bool ring_cpu_bound = ranks > cores && ring_paced_by_cores(ring_rate, 1, link_rate);
-    const double link_cpu = ring_cpu_bound ? ring_cpu : probe_cpu;
+    const double link_cpu = transport_cpu_per_byte(ours, ranks, 1);
     const double all_to_all_rate = ours.value("all_to_all_bytes_per_s", 0.0);
     const uint64_t bytes = element_count(options) * 4;
     const uint64_t mb = bytes / 1'000'000;

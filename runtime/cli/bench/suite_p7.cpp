@@ -219,15 +219,9 @@ void run_p7_inner(const Options& options, const Emit& emit) {
                              json& extra) {
       if (!model || !run.contains("link_bytes_per_s")) return;
       const double all_to_all_rate = run.value("all_to_all_bytes_per_s", 0.0);
-      // The TCP transport's cost per byte as in P5: the ring step's where the ranks outnumber the cores
-      // and the cores paced it (a node's ranks together share its link), else the busy time of the
-      // plain transfer between two nodes.
+      // The TCP transport's cost per byte as in P5 (a node's ranks share its link).
       const double link_rate = run.at("link_bytes_per_s").get<double>();
-      const double ring_rate = run.value("ring_bytes_per_s", 0.0);
-      const double cores = std::max(1u, std::thread::hardware_concurrency());
-      const bool ring_cpu_bound = nodes * kPerNode > cores && ring_paced_by_cores(ring_rate, kPerNode, link_rate);
-      const double link_cpu =
-          ring_cpu_bound ? run.value("ring_cpu_s_per_byte", 0.0) : run.at("link_cpu_s_per_byte").get<double>();
+      const double link_cpu = transport_cpu_per_byte(run, nodes * kPerNode, kPerNode);
       const auto p = node_allreduce_cost(*model, codec, 4.0 * double(element_count(options)), nodes, kPerNode,
                                          link_rate, link_cpu, two_level, all_to_all_rate);
       if (!p) return;
@@ -237,7 +231,7 @@ void run_p7_inner(const Options& options, const Emit& emit) {
       extra["link_cpu_ns_per_byte"] = link_cpu * 1e9;
       extra["probe_cpu_ns_per_byte"] = run.at("link_cpu_s_per_byte").get<double>() * 1e9;
       extra["ring_cpu_ns_per_byte"] = run.value("ring_cpu_s_per_byte", 0.0) * 1e9;
-      extra["ring_mb_per_s"] = ring_rate / 1e6;
+      extra["ring_mb_per_s"] = run.value("ring_bytes_per_s", 0.0) / 1e6;
       extra["all_to_all_mb_per_s"] = all_to_all_rate / 1e6;
     };
     // Flat rows against MPI; two-level rows against flat int8 (the 1.5 x target) with the line-rate share.
