@@ -303,13 +303,22 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes, uint32_t per_node) {
   return summarize(rates).median;
 }
 
-RingStepProbe::RingStepProbe(gw_comm* comm, double cores, uint64_t bytes, uint64_t piece, uint32_t stride)
-    : comm_(comm), cores_(cores), bytes_(bytes), stride_(stride) {
+RingStepProbe::RingStepProbe(gw_comm* comm, double cores, uint64_t bytes, uint64_t piece, uint32_t stride,
+                             uint32_t steps)
+    : comm_(comm), cores_(cores), bytes_(bytes), stride_(stride), steps_(std::max<uint32_t>(1, steps)) {
   if (bytes_ == 0) bytes_ = std::clamp<uint64_t>(probe_bytes() / 8, 1 << 20, 16 << 20);
-  bytes_ = std::max<uint64_t>(4, bytes_ / 4 * 4);
-  piece_ = std::max<uint64_t>(4, std::min(piece, bytes_) / 4 * 4);
-  out_.assign(bytes_ / 4, 1.0f);
-  in_.resize(bytes_ / 4);
+  const uint64_t block = std::max<uint64_t>(4, bytes_ / steps_ / 4 * 4);
+  bytes_ = block * steps_;
+  piece_ = std::max<uint64_t>(4, std::min(piece, block) / 4 * 4);
+  out_.assign(block / 4, 1.0f);
+  in_.resize(block / 4);
+}
+
+RingStepProbe RingStepProbe::ring_pass(gw_comm* comm, double cores, uint64_t allreduce_bytes) {
+  const uint32_t n = std::max<uint32_t>(2, gw_comm_size(comm));
+  const double sent = 2.0 * (n - 1) / n * double(allreduce_bytes);
+  const uint64_t bytes = uint64_t(std::min(sent, std::max(4e6, double(probe_bytes()) / 2)));
+  return RingStepProbe(comm, cores, bytes, 1 << 20, 1, 2 * (n - 1));
 }
 
 void RingStepProbe::step() {
@@ -319,20 +328,23 @@ void RingStepProbe::step() {
   check_bench(gw_barrier(comm_), "ring probe: barrier");
   const auto t0 = Clock::now();
   std::vector<gw_request*> requests;
-  for (uint64_t first = 0, tag = 0; first < out_.size(); first += per_piece, ++tag) {
-    gw_tensor r = GW_TENSOR_INIT, s = GW_TENSOR_INIT;
-    r.count = s.count = std::min(per_piece, out_.size() - first);
-    r.data = in_.data() + first;
-    s.data = out_.data() + first;
-    gw_request* q = nullptr;
-    check_bench(gw_recv_start(comm_, &r, (rank + n - d) % n, uint32_t(tag), &q), "ring probe: receive");
-    requests.push_back(q);
-    check_bench(gw_send_start(comm_, &s, (rank + d) % n, uint32_t(tag), &q), "ring probe: send");
-    requests.push_back(q);
-  }
-  for (gw_request* q : requests) {
-    check_bench(gw_request_wait(q, -1), "ring probe: wait");
-    gw_request_free(q);
+  for (uint32_t k = 0; k < steps_; ++k) {
+    for (uint64_t first = 0, tag = 0; first < out_.size(); first += per_piece, ++tag) {
+      gw_tensor r = GW_TENSOR_INIT, s = GW_TENSOR_INIT;
+      r.count = s.count = std::min(per_piece, out_.size() - first);
+      r.data = in_.data() + first;
+      s.data = out_.data() + first;
+      gw_request* q = nullptr;
+      check_bench(gw_recv_start(comm_, &r, (rank + n - d) % n, uint32_t(tag), &q), "ring probe: receive");
+      requests.push_back(q);
+      check_bench(gw_send_start(comm_, &s, (rank + d) % n, uint32_t(tag), &q), "ring probe: send");
+      requests.push_back(q);
+    }
+    for (gw_request* q : requests) {
+      check_bench(gw_request_wait(q, -1), "ring probe: wait");
+      gw_request_free(q);
+    }
+    requests.clear();
   }
   seconds_.push_back(slowest_rank(comm_, std::chrono::duration<double>(Clock::now() - t0).count()));
 }

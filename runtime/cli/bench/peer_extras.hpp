@@ -79,9 +79,20 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node =
 // slows), one the cores pace at 10 Gbit/s 0.2 to 0.54 (2 to 8 ranks on 2 cores).
 double transport_cpu_per_byte(const nlohmann::json& run, int ranks, int per_link);
 
+//
+// A ring pass (ring_pass below, P5's) runs the 2 (ranks - 1) steps of a ring allreduce one after another,
+// each moving a block of bytes / (2 (ranks - 1)) and waiting for its receive and its send before the
+// next, as the dense ring does; timed from a barrier to the slowest rank's end, its `bytes` being all a
+// rank sent. Single large steps read the cores' cost per byte noisily with 8 ranks on 2 cores: 0.83 to
+// 1.06 ns per byte in four launches whose uncompressed rings ran within 11 % of each other.
 class RingStepProbe {
  public:
-  RingStepProbe(gw_comm* comm, double cores, uint64_t bytes = 0, uint64_t piece = 1 << 20, uint32_t stride = 1);
+  RingStepProbe(gw_comm* comm, double cores, uint64_t bytes = 0, uint64_t piece = 1 << 20, uint32_t stride = 1,
+                uint32_t steps = 1);
+  // The ring pass of an allreduce of `allreduce_bytes` (stride 1): a rank sends 2 (n - 1) / n of them
+  // in all, at most half of TcpLinkProbe's size (at least 4 MB), so that a pass behind a slow link stays
+  // short.
+  static RingStepProbe ring_pass(gw_comm* comm, double cores, uint64_t allreduce_bytes);
   void step();
   TcpProbe result() const;
 
@@ -89,7 +100,7 @@ class RingStepProbe {
   gw_comm* comm_;
   double cores_;
   uint64_t bytes_, piece_;
-  uint32_t stride_;
+  uint32_t stride_, steps_;
   std::vector<float> out_, in_;
   std::vector<double> seconds_;
 };

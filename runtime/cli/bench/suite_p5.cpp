@@ -15,7 +15,7 @@
 // rate one plain TCP transfer between two ranks reached in the same run; of_ideal = ideal / ours. With
 // --model, predicted_ms and error: the cost model's prediction at that measured rate, the all-to-all
 // algorithms' wire at the rate every rank reached sending to all the others at once, and the transport's
-// CPU per byte from a ring step of the ranks' own transport where the cores paced it (else from the
+// CPU per byte from a ring pass of the ranks' own transport where the cores paced it (else from the
 // plain transfer's busy time), all measured in the same run (docs/cost-model.md).
 // extra: the link actually used ("loopback" without root), spreads, the codec's size ratio
 // (f32 bytes / encoded bytes of the whole gradient), and for the none codec gradwire's own uncompressed
@@ -73,7 +73,7 @@ void run_worker(const Options& o, const std::string& out_path) {
     TcpLinkProbe link(comm);
     for (int i = 0; i < kProbeRounds; ++i) link.transfer();
     r["all_to_all_bytes_per_s"] = measure_all_to_all(comm);
-    RingStepProbe ring(comm, std::max(1u, std::thread::hardware_concurrency()));
+    RingStepProbe ring = RingStepProbe::ring_pass(comm, std::max(1u, std::thread::hardware_concurrency()), 4 * count);
     for (int i = 0; i < kProbeRounds; ++i) ring.step();
     const CodecSet codecs(rt, {std::begin(kCodecs), std::end(kCodecs)}, "P5");
     for (size_t i = 0; i < codecs.size(); ++i) {
@@ -86,7 +86,7 @@ void run_worker(const Options& o, const std::string& out_path) {
       r["codecs"][codecs.name(i)] = {{"size_ratio", double(4 * count) / double(encoded)}, {"kind", gw::model::kind_name(kind)}};
     }
     // Interleaved: a slow stretch of a shared machine falls on every codec alike; a link transfer and a
-    // ring step before each round, so that the link's and the transport's figures cover the same stretch.
+    // ring pass before each round, so that the link's and the transport's figures cover the same stretch.
     const std::vector<std::vector<double>> seconds =
         time_compressed_allreduces(comm, codecs, in, out, o.repetitions, "P5", [&] {
           link.transfer();
