@@ -349,12 +349,25 @@ void RingStepProbe::step() {
   seconds_.push_back(slowest_rank(comm_, std::chrono::duration<double>(Clock::now() - t0).count()));
 }
 
-double transport_cpu_per_byte(const nlohmann::json& run, int ranks, int per_link) {
+namespace {
+
+bool ring_paced_by_cores(const nlohmann::json& run, int ranks, int per_link) {
   const double cores = std::max(1u, std::thread::hardware_concurrency());
   const double link_rate = run.value("link_bytes_per_s", 0.0), ring_rate = run.value("ring_bytes_per_s", 0.0);
-  const bool paced_by_cores =
-      ranks > cores && ring_rate > 0 && link_rate > 0 && per_link * ring_rate <= 0.6 * link_rate;
-  return paced_by_cores ? run.value("ring_cpu_s_per_byte", 0.0) : run.value("link_cpu_s_per_byte", 0.0);
+  return ranks > cores && ring_rate > 0 && link_rate > 0 && per_link * ring_rate <= 0.6 * link_rate;
+}
+
+}  // namespace
+
+double transport_cpu_per_byte(const nlohmann::json& run, int ranks, int per_link) {
+  return ring_paced_by_cores(run, ranks, per_link) ? run.value("ring_cpu_s_per_byte", 0.0)
+                                                   : run.value("link_cpu_s_per_byte", 0.0);
+}
+
+double ring_wire_rate(const nlohmann::json& run, int ranks) {
+  const double link_rate = run.value("link_bytes_per_s", 0.0), ring_rate = run.value("ring_bytes_per_s", 0.0);
+  if (ring_rate <= 0 || ring_paced_by_cores(run, ranks, 1)) return link_rate;
+  return std::min(link_rate, ring_rate);
 }
 
 TcpProbe RingStepProbe::result() const {

@@ -78,6 +78,12 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node =
 // to 1.0 of the link (0.76: 8 flows of 4 nodes behind 100 Mbit/s, whose short transfers TCP's start
 // slows), one the cores pace at 10 Gbit/s 0.2 to 0.54 (2 to 8 ranks on 2 cores).
 double transport_cpu_per_byte(const nlohmann::json& run, int ranks, int per_link);
+// The rate at which a prediction prices the wire of P5's links (the plain transfer's rate otherwise):
+// where the ring pass ("ring_bytes_per_s", one rank to a link) was not paced by the cores, the slower
+// of the plain transfer and the pass, which is what a ring gets from the link with every rank sending
+// and receiving at once (2 ranks at 10 Gbit/s: 906 to 1185 MB/s where one transfer reached 1196);
+// where the cores paced it, the plain transfer's, the cores' share being in the pass's CPU per byte.
+double ring_wire_rate(const nlohmann::json& run, int ranks);
 
 //
 // A ring pass (ring_pass below, P5's) runs the 2 (ranks - 1) steps of a ring allreduce one after another,

@@ -194,6 +194,7 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
     const double probe_cpu = ours.value("link_cpu_s_per_byte", 0.0);
     const double ring_rate = ours.value("ring_bytes_per_s", 0.0), ring_cpu = ours.value("ring_cpu_s_per_byte", 0.0);
     const double link_cpu = transport_cpu_per_byte(ours, ranks, 1);
+    const double wire_rate = ring_wire_rate(ours, ranks);
     const double all_to_all_rate = ours.value("all_to_all_bytes_per_s", 0.0);
     const uint64_t bytes = element_count(options) * 4;
     const uint64_t mb = bytes / 1'000'000;
@@ -220,6 +221,7 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
                    {"size_ratio", size_ratio},
                    {"link_mb_per_s", link_rate / 1e6},
                    {"link_cpu_ns_per_byte", link_cpu * 1e9},
+                   {"wire_mb_per_s", wire_rate / 1e6},
                    {"probe_cpu_ns_per_byte", probe_cpu * 1e9},
                    {"ring_cpu_ns_per_byte", ring_cpu * 1e9},
                    {"ring_mb_per_s", ring_rate / 1e6},
@@ -232,8 +234,8 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
         res.extra["ideal_ms"] = ideal * 1e3;
         res.extra["of_ideal"] = s.median > 0 ? ideal / s.median : 0;
         if (model) {
-          const gw::model::Cost p = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, link_rate, cores, link_cpu,
-                                                     all_to_all_rate);
+          const gw::model::Cost p = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, wire_rate, cores,
+                                                     link_cpu, all_to_all_rate);
           res.extra["predicted_ms"] = p.total * 1e3;
           res.extra["error"] = s.median > 0 ? (p.total - s.median) / s.median : 0;
         }
