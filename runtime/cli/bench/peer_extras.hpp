@@ -73,10 +73,12 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node =
 // The transport's CPU per byte for a prediction, from a run's figures (the workers' "link_bytes_per_s",
 // "link_cpu_s_per_byte", "ring_bytes_per_s", "ring_cpu_s_per_byte"): the ring step's where the `ranks`
 // outnumber this machine's cores (they take turns on them) and the cores paced the step, its ranks,
-// `per_link` of them sharing a link, having sent at most 60 % of the link's rate together; else the
-// busy time of the plain transfer, whose two ends each had a core. A step the link paces reaches 0.76
-// to 1.0 of the link (0.76: 8 flows of 4 nodes behind 100 Mbit/s, whose short transfers TCP's start
-// slows), one the cores pace at 10 Gbit/s 0.2 to 0.54 (2 to 8 ranks on 2 cores).
+// `per_link` of them sharing a link, having sent at most 60 % of the link's rate together at no more
+// than 3 times the plain transfer's CPU per byte; else the busy time of the plain transfer, whose two
+// ends each had a core. A step the link paces reaches 0.58 to 1.0 of the link (0.58 and 0.76: 8 flows
+// of 4 nodes behind 100 Mbit/s, whose short transfers TCP's start slows; 0.58 read 6 times the
+// transfer's CPU per byte), one the cores pace at 10 Gbit/s 0.2 to 0.54 (2 to 8 ranks on 2 cores, 0.9
+// to 1.9 times the transfer's CPU per byte).
 double transport_cpu_per_byte(const nlohmann::json& run, int ranks, int per_link);
 // The rate at which a prediction prices the wire of P5's links (the plain transfer's rate otherwise):
 // where the ring pass ("ring_bytes_per_s", one rank to a link) was not paced by the cores, the slower
