@@ -70,24 +70,6 @@ double measure_all_to_all(gw_comm* comm, uint64_t bytes = 0, uint32_t per_node =
 // per second) and `cpu_s_per_byte` = its time x `cores` / (ranks x bytes), the core-seconds a byte sent
 // took where the cores and not the link paced the ring (the kernel's work, the transport's copies and
 // the ranks' turns on the cores together). Sized like TcpLinkProbe / 8 (1 to 16 MB) when bytes is 0.
-// The transport's CPU per byte for a prediction, from a run's figures (the workers' "link_bytes_per_s",
-// "link_cpu_s_per_byte", "ring_bytes_per_s", "ring_cpu_s_per_byte"): the ring step's where the `ranks`
-// outnumber this machine's cores (they take turns on them) and the cores paced the step, its ranks,
-// `per_link` of them sharing a link, having sent at most 60 % of the link's rate together at no more
-// than 3 times the plain transfer's CPU per byte; else the busy time of the plain transfer, whose two
-// ends each had a core. A step the link paces reaches 0.58 to 1.0 of the link (0.58 and 0.76: 8 flows
-// of 4 nodes behind 100 Mbit/s, whose short transfers TCP's start slows; 0.58 read 6 times the
-// transfer's CPU per byte), one the cores pace at 10 Gbit/s 0.2 to 0.54 (2 to 8 ranks on 2 cores, 0.9
-// to 1.9 times the transfer's CPU per byte).
-double transport_cpu_per_byte(const nlohmann::json& run, int ranks, int per_link);
-// The rate at which a prediction prices the wire of P5's links (the plain transfer's rate otherwise):
-// where the ring pass ("ring_bytes_per_s", one rank to a link) was not paced by the cores, the slower
-// of the plain transfer and the pass, which is what a ring gets from the link with every rank sending
-// and receiving at once (2 ranks at 10 Gbit/s: 906 to 1185 MB/s where one transfer reached 1196);
-// where the cores paced it, the plain transfer's, the cores' share being in the pass's CPU per byte.
-double ring_wire_rate(const nlohmann::json& run, int ranks);
-
-//
 // A ring pass (ring_pass below, P5's) runs the 2 (ranks - 1) steps of a ring allreduce one after another,
 // each moving a block of bytes / (2 (ranks - 1)) and waiting for its receive and its send before the
 // next, as the dense ring does; timed from a barrier to the slowest rank's end, its `bytes` being all a
@@ -113,8 +95,26 @@ class RingStepProbe {
   std::vector<double> seconds_;
 };
 
-// The same between two threads of this process over loopback (gradwire calibrate's tcp link): the median
-// of three transfers of `bytes`.
+// The transport's CPU per byte for a prediction, from a run's figures (the workers' "link_bytes_per_s",
+// "link_cpu_s_per_byte", "ring_bytes_per_s", "ring_cpu_s_per_byte"): the ring step's where the `ranks`
+// outnumber this machine's cores (they take turns on them) and the cores paced the step, its ranks,
+// `per_link` of them sharing a link, having sent at most 60 % of the link's rate together at no more
+// than 3 times the plain transfer's CPU per byte; else the busy time of the plain transfer, whose two
+// ends each had a core. A step the link paces reaches 0.58 to 1.0 of the link (0.58 and 0.76: 8 flows
+// of 4 nodes behind 100 Mbit/s, whose short transfers TCP's start slows; 0.58 read 6 times the
+// transfer's CPU per byte), one the cores pace at 10 Gbit/s 0.2 to 0.54 (2 to 8 ranks on 2 cores, 0.9
+// to 1.9 times the transfer's CPU per byte).
+double transport_cpu_per_byte(const nlohmann::json& run, int ranks, int per_link);
+// The rate at which a prediction prices the wire of P5's links (the plain transfer's rate otherwise):
+// where the ring pass ("ring_bytes_per_s", one rank to a link) was not paced by the cores, the slower
+// of the plain transfer and the pass, which is what a ring gets from the link with every rank sending
+// and receiving at once (2 ranks at 10 Gbit/s: the pass 890 to 1124 MB/s in six launches where one
+// transfer reached 1146 to 1197); where the cores paced it, the plain transfer's, the cores' share
+// being in the pass's CPU per byte.
+double ring_wire_rate(const nlohmann::json& run, int ranks);
+
+// A plain TCP transfer between two threads of this process over loopback (gradwire calibrate's tcp
+// link): the median of three transfers of `bytes`.
 TcpProbe measure_loopback_tcp(uint64_t bytes);
 
 // The gloo peer: `gradwire run -n ranks [--link rate] -- python3 torch_allreduce.py count reps`. Returns

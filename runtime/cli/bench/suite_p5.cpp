@@ -234,8 +234,8 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
         res.extra["ideal_ms"] = ideal * 1e3;
         res.extra["of_ideal"] = s.median > 0 ? ideal / s.median : 0;
         if (model) {
-          const gw::model::Cost p = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, wire_rate, cores,
-                                                     link_cpu, all_to_all_rate);
+          const gw::model::Cost p = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, wire_rate,
+                                                     cores, link_cpu, all_to_all_rate);
           res.extra["predicted_ms"] = p.total * 1e3;
           res.extra["error"] = s.median > 0 ? (p.total - s.median) / s.median : 0;
         }
