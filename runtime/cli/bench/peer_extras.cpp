@@ -321,31 +321,34 @@ RingStepProbe RingStepProbe::ring_pass(gw_comm* comm, double cores, uint64_t all
   return RingStepProbe(comm, cores, bytes, 1 << 20, 1, 2 * (n - 1));
 }
 
+// One step: the block to the rank `stride_` after this one and from the one before, in pieces all posted
+// at once, waited for.
+void RingStepProbe::exchange_block(uint32_t n, uint32_t rank, uint32_t d) {
+  const uint64_t per_piece = piece_ / 4;
+  std::vector<gw_request*> requests;
+  for (uint64_t first = 0, tag = 0; first < out_.size(); first += per_piece, ++tag) {
+    gw_tensor r = GW_TENSOR_INIT, s = GW_TENSOR_INIT;
+    r.count = s.count = std::min(per_piece, out_.size() - first);
+    r.data = in_.data() + first;
+    s.data = out_.data() + first;
+    gw_request* q = nullptr;
+    check_bench(gw_recv_start(comm_, &r, (rank + n - d) % n, uint32_t(tag), &q), "ring probe: receive");
+    requests.push_back(q);
+    check_bench(gw_send_start(comm_, &s, (rank + d) % n, uint32_t(tag), &q), "ring probe: send");
+    requests.push_back(q);
+  }
+  for (gw_request* q : requests) {
+    check_bench(gw_request_wait(q, -1), "ring probe: wait");
+    gw_request_free(q);
+  }
+}
+
 void RingStepProbe::step() {
   const uint32_t n = gw_comm_size(comm_), rank = gw_comm_rank(comm_), d = stride_ % n;
   if (n < 2 || d == 0) return;
-  const uint64_t per_piece = piece_ / 4;
   check_bench(gw_barrier(comm_), "ring probe: barrier");
   const auto t0 = Clock::now();
-  std::vector<gw_request*> requests;
-  for (uint32_t k = 0; k < steps_; ++k) {
-    for (uint64_t first = 0, tag = 0; first < out_.size(); first += per_piece, ++tag) {
-      gw_tensor r = GW_TENSOR_INIT, s = GW_TENSOR_INIT;
-      r.count = s.count = std::min(per_piece, out_.size() - first);
-      r.data = in_.data() + first;
-      s.data = out_.data() + first;
-      gw_request* q = nullptr;
-      check_bench(gw_recv_start(comm_, &r, (rank + n - d) % n, uint32_t(tag), &q), "ring probe: receive");
-      requests.push_back(q);
-      check_bench(gw_send_start(comm_, &s, (rank + d) % n, uint32_t(tag), &q), "ring probe: send");
-      requests.push_back(q);
-    }
-    for (gw_request* q : requests) {
-      check_bench(gw_request_wait(q, -1), "ring probe: wait");
-      gw_request_free(q);
-    }
-    requests.clear();
-  }
+  for (uint32_t k = 0; k < steps_; ++k) exchange_block(n, rank, d);
   seconds_.push_back(slowest_rank(comm_, std::chrono::duration<double>(Clock::now() - t0).count()));
 }
 

@@ -87,6 +87,8 @@ class RingStepProbe {
   TcpProbe result() const;
 
  private:
+  void exchange_block(uint32_t n, uint32_t rank, uint32_t d);
+
   gw_comm* comm_;
   double cores_;
   uint64_t bytes_, piece_;
