@@ -6,8 +6,13 @@
 # time with the median and worst absolute error. Needs root (network namespaces) and a build.
 # Points of a few to a few hundred ms (10 Gbit/s links, P4) take FAST_REPS repetitions: on a shared
 # 2-core VM their repetitions vary by a third and more, where the slow links' seconds-long ones agree.
-#   RATES="100mbit 1gbit 10gbit" RANKS="2 4" BYTES=25000000 REPS=3 FAST_REPS=7 SUITES="P5 P7 P4" \
-#     scripts/validate-cost-model.sh [OUT_DIR]
+# Points whose launches take seconds (1 and 10 Gbit/s links, P4) run in LAUNCHES launches, each with a
+# calibration of its own, the launches of a point minutes apart (every point's first launch, then every
+# point's second, ...): between launches the same allreduce's time moves by a fifth and more, and so
+# does the plain transfer's CPU per byte at 10 Gbit/s (with where its two ends run), for minutes at a
+# time. A point's figures are the medians over its launches; each launch's own error is printed beside.
+#   RATES="100mbit 1gbit 10gbit" RANKS="2 4" BYTES=25000000 REPS=3 FAST_REPS=7 LAUNCHES=3 \
+#     SUITES="P5 P7 P4" scripts/validate-cost-model.sh [OUT_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gw=${GW:-$root/build/bin/gradwire}
@@ -18,6 +23,8 @@ bytes=${BYTES:-25000000}
 reps=${REPS:-3}
 fast_reps=${FAST_REPS:-7}
 reps_at() { [ "$1" = 10gbit ] && echo "$fast_reps" || echo "$reps"; }  # RATE: repetitions there
+launches=${LAUNCHES:-3}
+launches_at() { [ "$1" = 1gbit ] || [ "$1" = 10gbit ] || [ "$1" = P4 ] && echo "$launches" || echo 1; }  # RATE
 suites=${SUITES:-P5 P7 P4}
 mkdir -p "$out"
 busy_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }
@@ -44,89 +51,120 @@ twice() {  # OUT CMD...: CMD's output into OUT
   shift
   "$@" > "$o" || { echo "failed; once more" >&2; "$@" > "$o"; }
 }
-if wants P5; then
-  for n in $ranks; do
-    for rate in $rates; do
-      f="$out/p5-$n-$rate.jsonl"
-      [ -s "$f" ] && continue
-      echo "P5: $n ranks at $rate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-      twice "$f.tmp" "$gw" bench --suite P5 --link "$rate" --ranks "$n" --bytes "$bytes" --repetitions "$(reps_at "$rate")" \
-        --model "$(model "p5-$n-$rate")" --json && mv "$f.tmp" "$f"
+for k in $(seq "$launches"); do
+  tag=$([ "$k" = 1 ] || echo "-L$k")  # launch 1 keeps the plain names
+  if wants P5; then
+    for n in $ranks; do
+      for rate in $rates; do
+        [ "$k" -le "$(launches_at "$rate")" ] || continue
+        f="$out/p5-$n-$rate$tag.jsonl"
+        [ -s "$f" ] && continue
+        echo "P5: $n ranks at $rate, launch $k (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+        twice "$f.tmp" "$gw" bench --suite P5 --link "$rate" --ranks "$n" --bytes "$bytes" \
+          --repetitions "$(reps_at "$rate")" --model "$(model "p5-$n-$rate$tag")" --json && mv "$f.tmp" "$f"
+      done
     done
-  done
-fi
-if wants P7; then
-  for rate in $rates; do
-    f="$out/p7-$rate.jsonl"
-    [ -s "$f" ] && continue
-    echo "P7: 2x2 and 4x2 at $rate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    twice "$f.tmp" "$gw" bench --suite P7 --link "$rate" --repetitions "$(reps_at "$rate")" --model "$(model "p7-$rate")" --json &&
-      mv "$f.tmp" "$f"
-  done
-fi
-if wants P4; then
-  f="$out/p4.jsonl"
-  if [ ! -s "$f" ]; then
-    echo "P4: 2 and 4 ranks on this host (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    "$gw" bench --suite P4 --repetitions "$fast_reps" --model "$(model p4)" --json > "$f.tmp" && mv "$f.tmp" "$f"
   fi
-fi
+  if wants P7; then
+    for rate in $rates; do
+      [ "$k" -le "$(launches_at "$rate")" ] || continue
+      f="$out/p7-$rate$tag.jsonl"
+      [ -s "$f" ] && continue
+      echo "P7: 2x2 and 4x2 at $rate, launch $k (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+      twice "$f.tmp" "$gw" bench --suite P7 --link "$rate" --repetitions "$(reps_at "$rate")" \
+        --model "$(model "p7-$rate$tag")" --json && mv "$f.tmp" "$f"
+    done
+  fi
+  if wants P4 && [ "$k" -le "$(launches_at P4)" ]; then
+    f="$out/p4$tag.jsonl"
+    if [ ! -s "$f" ]; then
+      echo "P4: 2 and 4 ranks on this host, launch $k (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+      "$gw" bench --suite P4 --repetitions "$fast_reps" --model "$(model "p4$tag")" --json > "$f.tmp" && mv "$f.tmp" "$f"
+    fi
+  fi
+done
 python3 - "$out" <<'PY'
 import glob, json, statistics, sys
 d = sys.argv[1]
 order = {"100mbit": 0, "1gbit": 1, "10gbit": 2}
 
-def load(pattern):
-    rows = []
+def merged(launches):
+    """One point's launches as one row: the launch whose error is the median (the lower of the middle two
+    for an even count; each launch's prediction follows its own launch's machine, so its error is the
+    figure to take the median of), with every launch's error beside (launch_errors)."""
+    errors = [x["error"] for x in launches]
+    j = dict(next(x for x in launches if x["error"] == statistics.median_low(errors)))
+    j["launch_errors"] = errors
+    if "calibrated_error" in j:
+        calibrated = [x["calibrated_error"] for x in launches]
+        j["calibrated_error"] = statistics.median_low(calibrated)
+        j["calibrated_predicted_ms"] = j["ours"] * (1 + j["calibrated_error"])
+        j["calibrated_launch_errors"] = calibrated
+    return j
+
+def load(pattern):  # the points of the files matching pattern, each merged over its launches
+    points = {}
     for f in sorted(glob.glob(d + "/" + pattern)):
         for line in open(f):
             j = json.loads(line)
             if "predicted_ms" in j:
-                rows.append(j)
-    return rows
+                points.setdefault(j["case"], []).append(j)
+    return [merged(launches) for launches in points.values()]
+
+def launches(j):  # each launch's error, where there was more than one
+    e = j["launch_errors"]
+    return " ".join(f"{100 * x:+.0f}" for x in e) if len(e) > 1 else ""
 
 def summary(title, groups):
-    print(f"\n| {title} | points | median \\|error\\| | worst | within 10 % | within 25 % |\n|---|---|---|---|---|---|")
+    print(f"\n| {title} | points | median \\|error\\| | worst | within 10 % | within 25 % | worst launch |")
+    print("|---|---|---|---|---|---|---|")
     for name, rows in groups:
         e = [abs(j["error"]) for j in rows]
         if e:
+            single = max(abs(x) for j in rows for x in j.get("launch_errors", [j["error"]]))
             print(f"| {name} | {len(e)} | {100 * statistics.median(e):.0f} % | {100 * max(e):.0f} % | "
-                  f"{sum(x <= 0.1 for x in e)} | {sum(x <= 0.25 for x in e)} |")
+                  f"{sum(x <= 0.1 for x in e)} | {sum(x <= 0.25 for x in e)} | {100 * single:.0f} % |")
 
 p5 = load("p5-*.jsonl")
 p5.sort(key=lambda j: (order.get(j["link"], 9), j["ranks"]))
 if p5:
     print("### P5: one rank per link\n")
-    print("| link | ranks | codec | measured ms | predicted ms | error | link σ ns/B | gloo ms | MPI ms | ratio (best peer) | of_ideal |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| link | ranks | codec | measured ms | predicted ms | error | link σ ns/B | gloo ms | MPI ms | "
+          "ratio (best peer) | of_ideal | launches |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for j in p5:
         print(f"| {j['link']} | {j['ranks']} | {j['case'].split()[0]} | {j['ours']:.1f} | {j['predicted_ms']:.1f} | "
               f"{100 * j['error']:+.0f} % | {j.get('link_cpu_ns_per_byte', 0):.2f} | "
               f"{j.get('gloo_ms', float('nan')):.1f} | {j['mpi_ms']:.1f} | "
-              f"{j['ratio']:.2f} ({j['peer_name']}) | {j.get('of_ideal', 0):.2f} |")
+              f"{j['ratio']:.2f} ({j['peer_name']}) | {j.get('of_ideal', 0):.2f} | {launches(j)} |")
     summary("P5 links", [(l, [j for j in p5 if j["link"] == l]) for l in sorted({j["link"] for j in p5}, key=lambda l: order.get(l, 9))])
 
 p7 = load("p7-*.jsonl")
 p7.sort(key=lambda j: (order.get(j["link"], 9), j["case"].split()[-2], j["case"]))
 if p7:
     print("\n### P7: nodes of 2 ranks, 100 MB\n")
-    print("| link | nodes | case | measured ms | predicted ms | error | uplink MB/s | link σ ns/B |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| link | nodes | case | measured ms | predicted ms | error | uplink MB/s | link σ ns/B | launches |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for j in p7:
         words = j["case"].split()
         print(f"| {j['link']} | {words[-2]} | {' '.join(words[:-2])} | {j['ours']:.1f} | {j['predicted_ms']:.1f} | "
-              f"{100 * j['error']:+.0f} % | {j['link_bytes_per_s'] / 1e6:.0f} | {j['link_cpu_ns_per_byte']:.2f} |")
+              f"{100 * j['error']:+.0f} % | {j['link_bytes_per_s'] / 1e6:.0f} | {j['link_cpu_ns_per_byte']:.2f} | "
+              f"{launches(j)} |")
     summary("P7 links", [(l, [j for j in p7 if j["link"] == l]) for l in sorted({j["link"] for j in p7}, key=lambda l: order.get(l, 9))])
 
-p4 = load("p4.jsonl")
+p4 = load("p4*.jsonl")
 if p4:
     print("\n### P4: every rank on this host (shared memory), uncompressed\n")
-    print("| case | measured ms | predicted ms | error | from the calibration alone |\n|---|---|---|---|---|")
+    print("| case | measured ms | predicted ms | error | from the calibration alone | launches |")
+    print("|---|---|---|---|---|---|")
     for j in p4:
         alone = f"{j['calibrated_predicted_ms']:.3f} ms, {100 * j['calibrated_error']:+.0f} %" if "calibrated_error" in j else ""
-        print(f"| {j['case']} | {j['ours']:.3f} | {j['predicted_ms']:.3f} | {100 * j['error']:+.0f} % | {alone} |")
+        print(f"| {j['case']} | {j['ours']:.3f} | {j['predicted_ms']:.3f} | {100 * j['error']:+.0f} % | {alone} | "
+              f"{launches(j)} |")
     summary("P4", [("all sizes", p4), ("1 MiB and up", [j for j in p4 if "target" in j]),
-                   ("from the calibration alone", [dict(j, error=j["calibrated_error"]) for j in p4 if "calibrated_error" in j])])
+                   ("from the calibration alone", [dict(j, error=j["calibrated_error"],
+                                                        launch_errors=j["calibrated_launch_errors"])
+                                                   for j in p4 if "calibrated_error" in j])])
 
 summary("all suites", [("P5", p5), ("P7", p7), ("P4", p4), ("all", p5 + p7 + p4)])
 PY
