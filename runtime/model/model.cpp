@@ -129,8 +129,10 @@ Cost summable(const CodecCost& k, double M, double n, const Link& l, double gamm
   return c;
 }
 
-Cost scatter_reduce_allgather(const CodecCost& k, double M, double n, const Link& l, double gamma, double s,
-                              const Settings& st) {
+// piece_gamma: the sum's cost per byte on a piece just written, still in the caches (the machine's sum at
+// the pipeline's piece size, gamma_at): what the average of a finished piece costs.
+Cost scatter_reduce_allgather(const CodecCost& k, double M, double n, const Link& l, double gamma,
+                              double piece_gamma, double s, const Settings& st) {
   Cost c;
   c.algorithm = Algorithm::ScatterReduceAllgather;
   const double pieces = pieces_of(M / n, st);
@@ -142,7 +144,7 @@ Cost scatter_reduce_allgather(const CodecCost& k, double M, double n, const Link
   // owners' results, its own too (so that every rank holds the same values).
   c.encode = ((n - 1) / n * M * k.encode + M / n * k.encode +
               (n - 1) / n * M * decode_adding(k, gamma) + M * k.decode) * s;
-  c.cpu = c.encode + M / n * gamma * s;
+  c.cpu = c.encode + M / n * piece_gamma * s;  // the owner's sum averaged as it is finished
   c.transport = c.bytes_sent * l.cpu * s;
   c.total = c.latency + pipelined(c.wire, c.cpu, pieces, c.transport);
   return c;
@@ -166,9 +168,10 @@ Cost sparse_allgather(const CodecCost& k, double M, double n, const Link& l, dou
 }
 
 // The two-level cross phase when it gathers (two_level_cross): every rank encodes its M bytes once,
-// sends the payload to the n - 1 others and decodes all n payloads into its result.
-Cost gather_encoded(const CodecCost& k, double M, double n, const Link& l, double gamma, double s,
-                    const Settings& st) {
+// sends the payload to the n - 1 others and decodes all n payloads into its result (piece_gamma as in
+// scatter_reduce_allgather).
+Cost gather_encoded(const CodecCost& k, double M, double n, const Link& l, double gamma, double piece_gamma,
+                    double s, const Settings& st) {
   Cost c;
   c.algorithm = Algorithm::TwoLevel;
   const double pieces = pieces_of(M, st);
@@ -177,7 +180,7 @@ Cost gather_encoded(const CodecCost& k, double M, double n, const Link& l, doubl
   c.wire = c.bytes_sent * all_to_all_beta(l);
   // The first payload decoded into the result, the other n - 1 added onto it.
   c.encode = (M * k.encode + M * k.decode + (n - 1) * M * decode_adding(k, gamma)) * s;
-  c.cpu = c.encode + M * gamma * s;  // the average
+  c.cpu = c.encode + M * piece_gamma * s;  // each piece averaged as it is finished
   c.transport = c.bytes_sent * l.cpu * s;
   c.total = c.latency + pipelined(c.wire, c.cpu, pieces, c.transport);
   return c;
@@ -299,7 +302,8 @@ Cost flat(const CodecCost& k, double M, const Topology& t, Algorithm a, const Se
     case Algorithm::Ring: return ring(M, n, l, gamma_at(t, M * double(t.per_node)), s);
     case Algorithm::RecursiveDoubling: return recursive_doubling(M, n, l, gamma_at(t, M * double(t.per_node)), s);
     case Algorithm::Summable: return summable(k, M, n, l, gamma, s, st);
-    case Algorithm::ScatterReduceAllgather: return scatter_reduce_allgather(k, M, n, l, gamma, s, st);
+    case Algorithm::ScatterReduceAllgather:
+      return scatter_reduce_allgather(k, M, n, l, gamma, gamma_at(t, st.chunk_bytes), s, st);
     case Algorithm::SparseAllgather: return sparse_allgather(k, M, n, l, gamma, s, st);
     case Algorithm::SparseDense: return sparse_dense(k, M, n, l, gamma, s, st);
     case Algorithm::SharedIndices: return shared_indices(k, M, n, l, gamma, s, st);
@@ -481,11 +485,11 @@ Cost exchange_of(const CodecCost& k, double M, const Topology& t, Algorithm a, c
     // algorithms (their payloads' decode is priced per payload byte).
     const bool dense_payload =
         k.kind == CodecKind::Dense || k.kind == CodecKind::Quantized || k.kind == CodecKind::Summable;
-    const double nodes = double(t.nodes), sb = oversubscription(between);
+    const double nodes = double(t.nodes), sb = oversubscription(between), piece_gamma = gamma_at(t, st.chunk_bytes);
     const Cost x = !dense_payload ? exchange(k, M / g, between, Algorithm::Auto, st)
                    : coll::gathers_encoded(t.nodes, st.two_level_cross)
-                       ? gather_encoded(k, M / g, nodes, between.inter, t.gamma, sb, st)
-                       : scatter_reduce_allgather(k, M / g, nodes, between.inter, t.gamma, sb, st);
+                       ? gather_encoded(k, M / g, nodes, between.inter, t.gamma, piece_gamma, sb, st)
+                       : scatter_reduce_allgather(k, M / g, nodes, between.inter, t.gamma, piece_gamma, sb, st);
     const double intra_cpu = c.cpu;
     c.latency += x.latency;
     c.wire += x.wire;

@@ -443,6 +443,29 @@ TEST(ModelFormulas, DenseReductionsSumAtTheirBuffersSpeed) {
   EXPECT_NEAR(exchange(kNone, M, plain, Algorithm::Ring).cpu, 0.75 * M * 1e-10, 1e-15);
 }
 
+// The pipelined compressed allreduces average each piece as it is finished, while it is in the caches:
+// that average is priced at the machine's sum of a piece (the pipeline's piece size), the other sums at
+// gamma; without a table of sums, gamma throughout.
+TEST(ModelFormulas, AFinishedPieceIsAveragedAtThePiecesSumSpeed) {
+  const CodecCost int8{"int8", CodecKind::Quantized, 4, 1e-10, 1e-10};
+  const double M = 1e8, piece_gamma = 2e-11, gamma = 1e-10;
+  Settings st;  // pieces of 1 MiB
+  Topology t = flat(4, 0, 1e-10, gamma);
+  t.sum_sizes = {1 << 20, 4 << 20};
+  t.sum_seconds = {piece_gamma, 5e-11};
+  const Cost sra = exchange(int8, M, t, Algorithm::ScatterReduceAllgather, st);
+  EXPECT_NEAR(sra.cpu, sra.encode + M / 4 * piece_gamma, 1e-12);
+  Topology plain = t;
+  plain.sum_sizes.clear(), plain.sum_seconds.clear();
+  EXPECT_NEAR(exchange(int8, M, plain, Algorithm::ScatterReduceAllgather, st).cpu, sra.encode + M / 4 * gamma, 1e-12);
+  // Two-level with 2 nodes gathers: the node's reduce-scatter sums its shard at gamma, the gathered
+  // payloads' result is averaged piece by piece.
+  Topology nodes = nodes_of(2, 2, Link{0, 1e-10, 1e-10}, Link{0, 8e-9}, 2, gamma);
+  nodes.sum_sizes = t.sum_sizes, nodes.sum_seconds = t.sum_seconds;
+  const Cost two = exchange(int8, M, nodes, Algorithm::TwoLevel, st);
+  EXPECT_NEAR(two.cpu, M / 2 * gamma + two.encode + M / 2 * piece_gamma, 1e-12);
+}
+
 // A collective call's own cost is paid once per exchange, and not by one rank alone.
 TEST(ModelFormulas, EveryExchangePaysOneCallsCost) {
   Topology t = flat(4, 1e-5, 1e-8, 1e-9);

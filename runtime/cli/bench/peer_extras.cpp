@@ -500,8 +500,7 @@ gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string&
   if (model) {
     t.cores = std::max(1e-3, model->machine.cores / double(std::max(1, ranks)));
     if (const gw::model::CodecCost* k = model->codec(codec)) c = *k;
-    t.gamma = model->machine.gamma;
-    t.call = model->machine.call;
+    gw::model::use_machine(t, model->machine);
     if (model->links.count("tcp")) t.intra.alpha = t.inter.alpha = model->links.at("tcp").alpha;
     t.intra.cpu = t.inter.cpu = cpu_s_per_byte;
   }
@@ -518,8 +517,7 @@ std::optional<gw::model::Cost> node_allreduce_cost(const gw::model::Model& model
   t.nodes = uint64_t(std::max(1, nodes));
   t.per_node = uint64_t(std::max(1, per_node));
   t.cores = std::max(1e-3, model.machine.cores / double(t.nodes));
-  t.gamma = model.machine.gamma;
-  t.call = model.machine.call;
+  gw::model::use_machine(t, model.machine);
   t.intra = model.link(model.links.count("shm") ? "shm" : model.intra);
   t.inter.beta = bytes_per_s > 0 ? 1 / bytes_per_s : 0;
   t.inter.cpu = cpu_s_per_byte;
