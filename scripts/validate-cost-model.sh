@@ -10,7 +10,8 @@
 # calibration of its own, the launches of a point minutes apart (every point's first launch, then every
 # point's second, ...): between launches the same allreduce's time moves by a fifth and more, and so
 # does the plain transfer's CPU per byte at 10 Gbit/s (with where its two ends run), for minutes at a
-# time. A point's figures are the medians over its launches; each launch's own error is printed beside.
+# time. A point's row is its launch with the median error (each launch predicts from its own inputs);
+# every launch's error is printed beside.
 #   RATES="100mbit 1gbit 10gbit" RANKS="2 4" BYTES=25000000 REPS=3 FAST_REPS=7 LAUNCHES=3 \
 #     SUITES="P5 P7 P4" scripts/validate-cost-model.sh [OUT_DIR]
 set -euo pipefail
