@@ -52,36 +52,41 @@ twice() {  # OUT CMD...: CMD's output into OUT
   shift
   "$@" > "$o" || { echo "failed; once more" >&2; "$@" > "$o"; }
 }
+once() {  # OUT CMD...: CMD's output into OUT
+  local o="$1"
+  shift
+  "$@" > "$o"
+}
+# Launch $k of POINT (its file and model named after it, with the launch's tag), if the launches of WHEN
+# (a rate, or P4) reach k and the launch has no file yet: RUNNER (once or twice) runs `gradwire bench
+# ARGS... --model ... --json`.
+launch() {  # POINT WHEN RUNNER DESCRIPTION ARGS...
+  local point=$1 when=$2 runner=$3 what=$4
+  shift 4
+  [ "$k" -le "$(launches_at "$when")" ] || return 0
+  local f="$out/$point$tag.jsonl"
+  [ -s "$f" ] && return 0
+  echo "$what, launch $k (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+  "$runner" "$f.tmp" "$gw" bench "$@" --model "$(model "$point$tag")" --json && mv "$f.tmp" "$f"
+}
 for k in $(seq "$launches"); do
   tag=$([ "$k" = 1 ] || echo "-L$k")  # launch 1 keeps the plain names
   if wants P5; then
     for n in $ranks; do
       for rate in $rates; do
-        [ "$k" -le "$(launches_at "$rate")" ] || continue
-        f="$out/p5-$n-$rate$tag.jsonl"
-        [ -s "$f" ] && continue
-        echo "P5: $n ranks at $rate, launch $k (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-        twice "$f.tmp" "$gw" bench --suite P5 --link "$rate" --ranks "$n" --bytes "$bytes" \
-          --repetitions "$(reps_at "$rate")" --model "$(model "p5-$n-$rate$tag")" --json && mv "$f.tmp" "$f"
+        launch "p5-$n-$rate" "$rate" twice "P5: $n ranks at $rate" --suite P5 --link "$rate" --ranks "$n" \
+          --bytes "$bytes" --repetitions "$(reps_at "$rate")"
       done
     done
   fi
   if wants P7; then
     for rate in $rates; do
-      [ "$k" -le "$(launches_at "$rate")" ] || continue
-      f="$out/p7-$rate$tag.jsonl"
-      [ -s "$f" ] && continue
-      echo "P7: 2x2 and 4x2 at $rate, launch $k (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-      twice "$f.tmp" "$gw" bench --suite P7 --link "$rate" --repetitions "$(reps_at "$rate")" \
-        --model "$(model "p7-$rate$tag")" --json && mv "$f.tmp" "$f"
+      launch "p7-$rate" "$rate" twice "P7: 2x2 and 4x2 at $rate" --suite P7 --link "$rate" \
+        --repetitions "$(reps_at "$rate")"
     done
   fi
-  if wants P4 && [ "$k" -le "$(launches_at P4)" ]; then
-    f="$out/p4$tag.jsonl"
-    if [ ! -s "$f" ]; then
-      echo "P4: 2 and 4 ranks on this host, launch $k (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-      "$gw" bench --suite P4 --repetitions "$fast_reps" --model "$(model "p4$tag")" --json > "$f.tmp" && mv "$f.tmp" "$f"
-    fi
+  if wants P4; then
+    launch p4 P4 once "P4: 2 and 4 ranks on this host" --suite P4 --repetitions "$fast_reps"
   fi
 done
 python3 - "$out" <<'PY'
@@ -89,15 +94,15 @@ import glob, json, statistics, sys
 d = sys.argv[1]
 order = {"100mbit": 0, "1gbit": 1, "10gbit": 2}
 
-def merged(launches):
+def merged(runs):
     """One point's launches as one row: the launch whose error is the median (the lower of the middle two
     for an even count; each launch's prediction follows its own launch's machine, so its error is the
     figure to take the median of), with every launch's error beside (launch_errors)."""
-    errors = [x["error"] for x in launches]
-    j = dict(next(x for x in launches if x["error"] == statistics.median_low(errors)))
+    errors = [x["error"] for x in runs]
+    j = dict(next(x for x in runs if x["error"] == statistics.median_low(errors)))
     j["launch_errors"] = errors
     if "calibrated_error" in j:
-        calibrated = [x["calibrated_error"] for x in launches]
+        calibrated = [x["calibrated_error"] for x in runs]
         j["calibrated_error"] = statistics.median_low(calibrated)
         j["calibrated_predicted_ms"] = j["ours"] * (1 + j["calibrated_error"])
         j["calibrated_launch_errors"] = calibrated
@@ -110,9 +115,9 @@ def load(pattern):  # the points of the files matching pattern, each merged over
             j = json.loads(line)
             if "predicted_ms" in j:
                 points.setdefault(j["case"], []).append(j)
-    return [merged(launches) for launches in points.values()]
+    return [merged(runs) for runs in points.values()]
 
-def launches(j):  # each launch's error, where there was more than one
+def launch_column(j):  # each launch's error, where there was more than one
     e = j["launch_errors"]
     return " ".join(f"{100 * x:+.0f}" for x in e) if len(e) > 1 else ""
 
@@ -122,7 +127,7 @@ def summary(title, groups):
     for name, rows in groups:
         e = [abs(j["error"]) for j in rows]
         if e:
-            single = max(abs(x) for j in rows for x in j.get("launch_errors", [j["error"]]))
+            single = max(abs(x) for j in rows for x in j["launch_errors"])
             print(f"| {name} | {len(e)} | {100 * statistics.median(e):.0f} % | {100 * max(e):.0f} % | "
                   f"{sum(x <= 0.1 for x in e)} | {sum(x <= 0.25 for x in e)} | {100 * single:.0f} % |")
 
@@ -137,7 +142,7 @@ if p5:
         print(f"| {j['link']} | {j['ranks']} | {j['case'].split()[0]} | {j['ours']:.1f} | {j['predicted_ms']:.1f} | "
               f"{100 * j['error']:+.0f} % | {j.get('link_cpu_ns_per_byte', 0):.2f} | "
               f"{j.get('gloo_ms', float('nan')):.1f} | {j['mpi_ms']:.1f} | "
-              f"{j['ratio']:.2f} ({j['peer_name']}) | {j.get('of_ideal', 0):.2f} | {launches(j)} |")
+              f"{j['ratio']:.2f} ({j['peer_name']}) | {j.get('of_ideal', 0):.2f} | {launch_column(j)} |")
     summary("P5 links", [(l, [j for j in p5 if j["link"] == l]) for l in sorted({j["link"] for j in p5}, key=lambda l: order.get(l, 9))])
 
 p7 = load("p7-*.jsonl")
@@ -150,7 +155,7 @@ if p7:
         words = j["case"].split()
         print(f"| {j['link']} | {words[-2]} | {' '.join(words[:-2])} | {j['ours']:.1f} | {j['predicted_ms']:.1f} | "
               f"{100 * j['error']:+.0f} % | {j['link_bytes_per_s'] / 1e6:.0f} | {j['link_cpu_ns_per_byte']:.2f} | "
-              f"{launches(j)} |")
+              f"{launch_column(j)} |")
     summary("P7 links", [(l, [j for j in p7 if j["link"] == l]) for l in sorted({j["link"] for j in p7}, key=lambda l: order.get(l, 9))])
 
 p4 = load("p4*.jsonl")
@@ -161,7 +166,7 @@ if p4:
     for j in p4:
         alone = f"{j['calibrated_predicted_ms']:.3f} ms, {100 * j['calibrated_error']:+.0f} %" if "calibrated_error" in j else ""
         print(f"| {j['case']} | {j['ours']:.3f} | {j['predicted_ms']:.3f} | {100 * j['error']:+.0f} % | {alone} | "
-              f"{launches(j)} |")
+              f"{launch_column(j)} |")
     summary("P4", [("all sizes", p4), ("1 MiB and up", [j for j in p4 if "target" in j]),
                    ("from the calibration alone", [dict(j, error=j["calibrated_error"],
                                                         launch_errors=j["calibrated_launch_errors"])
