@@ -1,7 +1,7 @@
 // `gradwire calibrate [-o FILE]`: fits the cost model (docs/cost-model.md) from short measurements on
 // this machine — every codec's encode and decode cost and size ratio, the cost of an elementwise sum,
 // and alpha / beta of each UCX transport between two local ranks (alpha the fastest time of 8 B, beta
-// the slope between the median times of 1 MiB and 16 MiB: tcp's one way in a ping-pong, with the
+// the slope between the median times of 1 MiB and the largest size: tcp's one way in a ping-pong, with the
 // machine's CPU time per byte of a plain loopback TCP transfer; shm's exchanged, with a table by message
 // size and a ring's step with two ranks per core) — and saves it as TOML. `--inter-rate
 // RATE` adds a link "inter" with the TCP transport's alpha and CPU per byte and the given rate's beta (a

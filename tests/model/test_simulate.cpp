@@ -2,6 +2,7 @@
 // the fastest choice, the verdict on compression, the SVG picture, and clear errors for bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -181,10 +182,17 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   ASSERT_EQ(m.machine.sum_sizes.size(), 4u) << r.output;
   for (double s : m.machine.sum_seconds) EXPECT_GT(s, 0) << r.output;
   const gw::model::Link& shm = m.link("shm");
-  ASSERT_EQ(shm.sizes.size(), 11u) << r.output;
-  ASSERT_EQ(shm.seconds.size(), 11u);
-  ASSERT_EQ(shm.crowded_seconds.size(), 11u);
-  EXPECT_EQ(shm.sizes.back(), double(16 << 20));
+  ASSERT_EQ(shm.sizes.size(), 13u) << r.output;
+  ASSERT_EQ(shm.seconds.size(), 13u);
+  ASSERT_EQ(shm.crowded_seconds.size(), 13u);
+  // Up to 64 MiB each way (past a last-level cache that holds a 16 MiB exchange), β the slope from 1 MiB
+  // to there where the time grows (the last size alone otherwise).
+  EXPECT_EQ(shm.sizes.back(), double(64 << 20));
+  const size_t mib = size_t(std::find(shm.sizes.begin(), shm.sizes.end(), double(1 << 20)) - shm.sizes.begin());
+  ASSERT_LT(mib, shm.sizes.size());
+  const double rise = shm.seconds.back() - shm.seconds[mib];
+  const double slope = rise > 0 ? rise / double((64 << 20) - (1 << 20)) : shm.seconds.back() / double(64 << 20);
+  EXPECT_NEAR(shm.beta, slope, 1e-6 * slope) << r.output;
   for (size_t i = 0; i < shm.sizes.size(); ++i) {
     EXPECT_GT(shm.seconds[i], 0) << i;
     EXPECT_GT(shm.crowded_seconds[i], 0) << i;

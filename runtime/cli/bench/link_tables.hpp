@@ -15,7 +15,8 @@ namespace gwcli::bench {
 
 // Passes over the message times of one UCX transport (UCX_TLS = tls) between local ranks, each pass by
 // ranks of its own, and the link fitted from the median of each size over the passes taken so far:
-// alpha the smallest message's time, beta the slope between 1 and 16 MiB. tcp: a ping-pong's one way.
+// alpha the smallest message's time, beta the slope between 1 MiB and the last size (16 MiB for tcp,
+// 64 MiB for shm). tcp: a ping-pong's one way.
 // shm: an exchange (both ranks sending at once, as in every step of a ring or recursive doubling), a
 // table of them by message size, a ring's step with ranks two to a core, and a one-f32 allreduce's time
 // (what a collective call costs beyond its message).
