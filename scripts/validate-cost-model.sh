@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Validation of the cost model (docs/cost-model.md): runs bench P5 with the model's predictions at each
 # link rate and rank count, P7 (two-level, nodes of 2 ranks) at each rate and P4 (every rank on this host)
-# once, each point with a model calibrated on this machine just before it (a few seconds: a shared VM's
+# once, each point with a model calibrated on this machine just before it (half a minute: a shared VM's
 # speed drifts by a quarter within minutes), and prints Markdown tables of predicted against measured
 # time with the median and worst absolute error. Needs root (network namespaces) and a build.
 # Points of a few to a few hundred ms (10 Gbit/s links, P4) take FAST_REPS repetitions: on a shared
