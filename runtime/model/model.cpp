@@ -427,7 +427,7 @@ Link at_message(const Link& l, double bytes, double s) {
   if (l.sizes.empty() || l.sizes.size() != l.seconds.size()) return l;
   Link out = l;
   // Past the largest measured message, in proportion to its time: beyond it every copy streams from
-  // memory, while the last segment's slope also holds the step out of the caches (4 to 16 MiB here).
+  // memory (the table reaches 64 MiB each way, past the last-level caches calibrate has met).
   const double own = exchange_seconds(l, bytes);
   if (bytes > 0) {
     out.beta = std::max(0.0, own - l.alpha) / bytes;
