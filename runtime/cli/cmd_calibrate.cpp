@@ -88,8 +88,19 @@ std::vector<std::string> codec_names(gw_runtime* rt) {
 // (encode, decode and decode adding: about 80 ms here) and γ's over 1 GiB last longer than the dips of
 // a shared machine's memory speed (tens of milliseconds), so that their median is the speed a long
 // collective sees rather than that of one dip or of one quiet moment.
-int spread_repetitions(const CalibrateArgs& args, uint64_t total) {
-  return int(std::clamp<uint64_t>(total / std::max<uint64_t>(1, args.bytes), uint64_t(args.repetitions), 100));
+int spread_repetitions(const CalibrateArgs& args, uint64_t total, uint64_t bytes) {
+  return int(std::clamp<uint64_t>(total / std::max<uint64_t>(1, bytes), uint64_t(args.repetitions), 100));
+}
+
+// The sizes of the codecs' tables (CodecCost::sizes): 1/16, 1/4, 1/2 and all of --bytes, 16, 64, 128 and
+// 256 MiB by default. On the VM above a decode ran at one speed up to 48 MiB per copy, slowed from
+// there and reached the 256 MiB speed by 192 MiB (one bit 27, 18, 11 and 8.3 GB/s at 16, 64, 128 and
+// 192 MiB).
+std::vector<uint64_t> codec_table_sizes(const CalibrateArgs& args) {
+  std::vector<uint64_t> out;
+  for (uint64_t part : {16, 4, 2, 1})
+    if (out.empty() || args.bytes / part > out.back()) out.push_back(args.bytes / part);
+  return out;
 }
 
 // The codec alone, and (encode_all_cores, decode_all_cores) as the ranks of a node run it where their
@@ -134,13 +145,48 @@ gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const Cali
   check(gw_codec_get_properties(owners.front().get(), &props), "properties of '" + name + "'");
   const auto kind = gw::model::kind_of(name, props.flags & GW_CODEC_SPARSE, props.flags & GW_CODEC_SUMMABLE,
                                        props.flags & GW_CODEC_SHARED_INDICES);
-  const int repetitions = spread_repetitions(args, uint64_t{512} << 20);
-  gw::model::CodecCost c = gw::model::measure_codec(name, kind, probes.front(), args.bytes, chunk, repetitions);
-  if (probes.size() > 1) {
-    const gw::model::CodecCost busy = gw::model::measure_codec(name, kind, probes, args.bytes, chunk, repetitions);
-    c.encode_all_cores = busy.encode;
-    c.decode_all_cores = busy.decode;
+  gw::model::CodecCost c;
+  c.copies = double(probes.size());
+  for (uint64_t bytes : codec_table_sizes(args)) {
+    const int repetitions = spread_repetitions(args, uint64_t{512} << 20, bytes);
+    const gw::model::CodecCost alone = gw::model::measure_codec(name, kind, probes.front(), bytes, chunk, repetitions);
+    gw::model::CodecRates r{alone.encode, alone.decode, alone.decode_accumulate, 0, 0};
+    if (probes.size() > 1) {
+      const gw::model::CodecCost busy = gw::model::measure_codec(name, kind, probes, bytes, chunk, repetitions);
+      r.encode_all_cores = busy.encode;
+      r.decode_all_cores = busy.decode;
+    }
+    c.name = alone.name, c.kind = alone.kind, c.ratio = alone.ratio;
+    c.sizes.push_back(double(bytes));
+    c.at_sizes.push_back(r);
   }
+  // The codec's own figures are those of --bytes, the table's last size.
+  const gw::model::CodecRates& own = c.at_sizes.back();
+  c.encode = own.encode, c.decode = own.decode, c.decode_accumulate = own.decode_accumulate;
+  c.encode_all_cores = own.encode_all_cores, c.decode_all_cores = own.decode_all_cores;
+  if (c.sizes.size() == 1) c.sizes.clear(), c.at_sizes.clear();
+  return c;
+}
+
+// The codec's costs as JSON (CodecCost's keys), its table as one array per cost, and back.
+json codec_json(const gw::model::CodecCost& c) {
+  json j = {{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio}, {"copies", c.copies},
+            {"encode", c.encode}, {"decode", c.decode}, {"decode_accumulate", c.decode_accumulate},
+            {"encode_all_cores", c.encode_all_cores}, {"decode_all_cores", c.decode_all_cores},
+            {"table_bytes", c.sizes}, {"table", json::array()}};
+  for (const gw::model::CodecRates& r : c.at_sizes)
+    j["table"].push_back({r.encode, r.decode, r.decode_accumulate, r.encode_all_cores, r.decode_all_cores});
+  return j;
+}
+
+gw::model::CodecCost codec_from_json(const json& j) {
+  gw::model::CodecCost c{j["name"], *gw::model::kind_from_name(j["kind"]), j["ratio"], j["encode"], j["decode"],
+                         j["decode_accumulate"]};
+  c.encode_all_cores = j["encode_all_cores"];
+  c.decode_all_cores = j["decode_all_cores"];
+  c.copies = j["copies"];
+  c.sizes = j["table_bytes"].get<std::vector<double>>();
+  for (const json& r : j["table"]) c.at_sizes.push_back({r[0], r[1], r[2], r[3], r[4]});
   return c;
 }
 
@@ -161,14 +207,11 @@ gw::model::Link measure_link(const std::string& tls, const std::string& config, 
 json measure_cpu(const CalibrateArgs& args) {
   RuntimePtr rt = open_runtime(args.config);
   const uint64_t chunk = 1 << 20;  // [collectives] pipeline_chunk_bytes' default
-  json out = {{"gamma", gw::model::measure_gamma(args.bytes, spread_repetitions(args, uint64_t{1} << 30))},
+  json out = {{"gamma", gw::model::measure_gamma(args.bytes, spread_repetitions(args, uint64_t{1} << 30, args.bytes))},
               {"codecs", json::array()}};
   out["sums"] = bench::measure_sum_table();
   for (const std::string& name : args.codecs.empty() ? codec_names(rt.get()) : split(args.codecs)) {
-    const gw::model::CodecCost c = measure(rt.get(), name, args, chunk);
-    out["codecs"].push_back({{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio},
-                             {"encode", c.encode}, {"decode", c.decode}, {"decode_accumulate", c.decode_accumulate},
-                             {"encode_all_cores", c.encode_all_cores}, {"decode_all_cores", c.decode_all_cores}});
+    out["codecs"].push_back(codec_json(measure(rt.get(), name, args, chunk)));
   }
   return out;
 }
@@ -223,9 +266,13 @@ json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
   all["gamma"] = median([](const json& r) { return r["gamma"].get<double>(); });
   for (size_t i = 0; i < all["sums"].size(); ++i)
     all["sums"][i] = median([&](const json& r) { return r["sums"][i].get<double>(); });
-  for (size_t c = 0; c < all["codecs"].size(); ++c)
+  for (size_t c = 0; c < all["codecs"].size(); ++c) {
     for (const char* k : {"encode", "decode", "decode_accumulate", "encode_all_cores", "decode_all_cores"})
       all["codecs"][c][k] = median([&](const json& r) { return r["codecs"][c][k].get<double>(); });
+    for (size_t i = 0; i < all["codecs"][c]["table"].size(); ++i)
+      for (size_t k = 0; k < 5; ++k)
+        all["codecs"][c]["table"][i][k] = median([&](const json& r) { return r["codecs"][c]["table"][i][k].get<double>(); });
+  }
   return all;
 }
 
@@ -252,10 +299,7 @@ int run(const CalibrateArgs& args) {
             << std::setw(14) << "encode GB/s" << std::setw(14) << "decode GB/s" << std::setw(14) << "adding GB/s"
             << "   all cores at once: encode, decode GB/s\n";
   for (const json& j : cpu["codecs"]) {
-    gw::model::CodecCost c{j["name"], *gw::model::kind_from_name(j["kind"]), j["ratio"], j["encode"], j["decode"],
-                           j.value("decode_accumulate", 0.0)};
-    c.encode_all_cores = j.value("encode_all_cores", 0.0);
-    c.decode_all_cores = j.value("decode_all_cores", 0.0);
+    const gw::model::CodecCost c = codec_from_json(j);
     // GB/s of f32 bytes (a sparse codec's decode is per payload byte).
     const auto gbps = [&](double s_per_byte, bool decode) {
       const double s = decode && c.kind == gw::model::CodecKind::Sparse ? s_per_byte / c.ratio : s_per_byte;
@@ -268,6 +312,18 @@ int run(const CalibrateArgs& args) {
     if (c.encode_all_cores > 0)
       std::cout << std::setw(14) << gbps(c.encode_all_cores, false) << std::setw(14) << gbps(c.decode_all_cores, true);
     std::cout << "\n";
+    for (size_t i = 0; i + 1 < c.sizes.size(); ++i) {  // the last size is the row above
+      const gw::model::CodecRates& r = c.at_sizes[i];
+      std::cout << std::left << std::setw(10) << "" << std::setw(16)
+                << (c.sizes[i] >= (1 << 20) ? std::to_string(uint64_t(c.sizes[i]) >> 20) + " MiB"
+                                            : std::to_string(uint64_t(c.sizes[i]) >> 10) + " KiB")
+                << std::right << std::setw(10) << ""
+                << std::setw(14) << gbps(r.encode, false) << std::setw(14) << gbps(r.decode, true) << std::setw(14)
+                << gbps(r.decode_accumulate, false);
+      if (r.encode_all_cores > 0)
+        std::cout << std::setw(14) << gbps(r.encode_all_cores, false) << std::setw(14) << gbps(r.decode_all_cores, true);
+      std::cout << "\n";
+    }
     m.codecs.push_back(c);
   }
   if (!m.codec("none")) m.codecs.insert(m.codecs.begin(), gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0});

@@ -56,6 +56,11 @@ enum class CodecKind {
 const char* kind_name(CodecKind k);
 std::optional<CodecKind> kind_from_name(const std::string& name);
 
+// A codec's five costs (CodecCost's) at one size of its table by size.
+struct CodecRates {
+  double encode = 0, decode = 0, decode_accumulate = 0, encode_all_cores = 0, decode_all_cores = 0;
+};
+
 struct CodecCost {
   std::string name;
   CodecKind kind = CodecKind::Dense;
@@ -72,7 +77,20 @@ struct CodecCost {
   // 0 when not measured, where the formulas take encode and decode.
   double encode_all_cores = 0;
   double decode_all_cores = 0;
+  // Optional: the same costs with buffers of `sizes` f32 bytes per copy of the codec (ascending; the
+  // figures above are those of the last size), `copies` copies at once for the all-cores costs: a
+  // buffer the caches hold is encoded and decoded faster (codec_at).
+  std::vector<double> sizes;
+  std::vector<CodecRates> at_sizes;
+  double copies = 1;
 };
+
+// The codec as ranks whose buffers hold `swept` f32 bytes together in one machine's caches see it (the
+// measured copy held x f32 bytes in and x out, a rank of a collective its buffer in and out): each cost
+// interpolated in its table at `swept`, the all-cores costs at swept / copies per copy; below the first
+// size that size's, past the last the codec's own figures. Without a table the codec as it is. The
+// result has no table.
+CodecCost codec_at(const CodecCost& k, double swept);
 
 struct Machine {
   double cores = 1;  // cores per node the ranks of a node share for codec and reduction work
@@ -107,6 +125,9 @@ struct Topology {
   double gamma = 0;  // seconds per f32 byte summed (the machine's)
   double call = 0;   // seconds per collective call (Machine::call)
   std::vector<double> sum_sizes, sum_seconds;  // Machine's, optional
+  // The ranks whose buffers share one machine's caches: 0, a node's (per_node); more where nodes share
+  // a host (ranks each behind a link of their own on one machine).
+  uint64_t host_ranks = 0;
   uint64_t ranks() const { return nodes * per_node; }
 };
 
@@ -152,7 +173,8 @@ struct Settings {
 };
 
 // The cost of averaging `bytes` f32 bytes over the topology with codec `c` and algorithm `a` (Auto:
-// what gradwire runs). Throws std::invalid_argument for an algorithm that does not apply to the codec.
+// what gradwire runs), the codec's costs at the bytes the ranks of a host keep in its caches (codec_at:
+// twice `bytes` per rank of the host, model.cpp). Throws std::invalid_argument for an algorithm that does not apply to the codec.
 Cost exchange(const CodecCost& c, double bytes, const Topology& t, Algorithm a = Algorithm::Auto,
               const Settings& s = {});
 

@@ -2,6 +2,7 @@
 // codec ([codec] model). Keys: docs/cost-model.md.
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -65,6 +66,43 @@ void read_times(const toml::table& t, const std::string& where, Link& l) {
     if (!(l.sizes[i] > l.sizes[i - 1])) throw std::invalid_argument(where + ".message_bytes: must be ascending");
 }
 
+// A codec's table by size: its sizes and, for each cost it has, that cost at every size.
+constexpr std::pair<const char*, double CodecRates::*> kCodecTable[] = {
+    {"table_encode_s_per_byte", &CodecRates::encode},
+    {"table_decode_s_per_byte", &CodecRates::decode},
+    {"table_decode_accumulate_s_per_byte", &CodecRates::decode_accumulate},
+    {"table_encode_all_cores_s_per_byte", &CodecRates::encode_all_cores},
+    {"table_decode_all_cores_s_per_byte", &CodecRates::decode_all_cores},
+};
+
+void write_codec_table(const CodecCost& c, toml::table& t) {
+  if (c.sizes.empty()) return;
+  t.insert("table_bytes", array_of(c.sizes));
+  for (const auto& [key, rate] : kCodecTable) {
+    std::vector<double> v;
+    for (const CodecRates& r : c.at_sizes) v.push_back(r.*rate);
+    if (std::any_of(v.begin(), v.end(), [](double x) { return x > 0; })) t.insert(key, array_of(v));
+  }
+  t.insert("copies", c.copies);
+}
+
+void read_codec_table(const toml::table& t, const std::string& where, CodecCost& c) {
+  c.sizes = numbers(t, "table_bytes", where);
+  c.at_sizes.assign(c.sizes.size(), CodecRates{});
+  for (size_t i = 1; i < c.sizes.size(); ++i)
+    if (!(c.sizes[i] > c.sizes[i - 1])) throw std::invalid_argument(where + ".table_bytes: must be ascending");
+  for (const auto& [key, rate] : kCodecTable) {
+    const std::vector<double> v = numbers(t, key, where);
+    if (v.empty()) continue;
+    if (v.size() != c.sizes.size())
+      throw std::invalid_argument(where + "." + key + ": must have as many entries as table_bytes (" +
+                                  std::to_string(v.size()) + " and " + std::to_string(c.sizes.size()) + ")");
+    for (size_t i = 0; i < v.size(); ++i) c.at_sizes[i].*rate = v[i];
+  }
+  c.copies = number(t, "copies", where, false, 1);
+  if (!(c.copies >= 1)) throw std::invalid_argument(where + ".copies: must be 1 or more");
+}
+
 }  // namespace
 
 std::string to_toml(const Model& m) {
@@ -99,6 +137,7 @@ std::string to_toml(const Model& m) {
     if (c.decode_accumulate > 0) t.insert("decode_accumulate_s_per_byte", c.decode_accumulate);
     if (c.encode_all_cores > 0) t.insert("encode_all_cores_s_per_byte", c.encode_all_cores);
     if (c.decode_all_cores > 0) t.insert("decode_all_cores_s_per_byte", c.decode_all_cores);
+    write_codec_table(c, t);
     codecs.insert(c.name, std::move(t));
   }
   root.insert("codecs", std::move(codecs));
@@ -175,6 +214,7 @@ Model from_toml(const std::string& text, const std::string& origin) {
       k.decode_accumulate = number(*c, "decode_accumulate_s_per_byte", where, false, 0);
       k.encode_all_cores = number(*c, "encode_all_cores_s_per_byte", where, false, 0);
       k.decode_all_cores = number(*c, "decode_all_cores_s_per_byte", where, false, 0);
+      read_codec_table(*c, where, k);
       has_none = has_none || k.name == "none";
       m.codecs.push_back(k);
     }

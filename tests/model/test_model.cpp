@@ -171,6 +171,51 @@ TEST(ModelFormulas, SharedIndicesReduceTheValuesDensely) {
   EXPECT_DOUBLE_EQ(exchange(int8, 1e8, t).total, alone);
 }
 
+// A codec's table by size: each cost interpolated at the bytes the host's ranks keep in the caches (the
+// all-cores costs per copy), held at the first size below it, the codec's own figures past the last
+// size and for costs the table lacks; exchange() looks it up at twice the buffer per rank of the host.
+TEST(ModelFormulas, CodecCostsFollowTheBytesTheHostsRanksKeep) {
+  CodecCost randomk{"randomk", CodecKind::SharedIndices, 100, 4e-10, 8e-10};
+  randomk.encode_all_cores = 5e-10, randomk.decode_all_cores = 9e-10;
+  randomk.sizes = {1e6, 3e6, 5e6};
+  randomk.at_sizes = {{1e-10, 2e-10, 0, 1.5e-10, 2.5e-10}, {3e-10, 6e-10, 0, 3.5e-10, 6.5e-10}, {4e-10, 8e-10, 0, 5e-10, 9e-10}};
+  randomk.copies = 2;
+  const CodecCost below = codec_at(randomk, 5e5);
+  EXPECT_DOUBLE_EQ(below.encode, 1e-10);
+  EXPECT_DOUBLE_EQ(below.decode, 2e-10);
+  EXPECT_DOUBLE_EQ(below.encode_all_cores, 1.5e-10);
+  EXPECT_DOUBLE_EQ(below.decode_accumulate, 0);  // not measured stays not measured
+  EXPECT_TRUE(below.sizes.empty());
+  EXPECT_TRUE(below.at_sizes.empty());
+  const CodecCost mid = codec_at(randomk, 2e6);
+  EXPECT_NEAR(mid.encode, 2e-10, 1e-22);
+  EXPECT_NEAR(mid.decode, 4e-10, 1e-22);
+  EXPECT_NEAR(mid.encode_all_cores, 1.5e-10, 1e-22);  // 1e6 per copy: the first size's
+  EXPECT_NEAR(codec_at(randomk, 8e6).decode_all_cores, 7.75e-10, 1e-22);  // 4e6 per copy
+  const CodecCost past = codec_at(randomk, 6e6);
+  EXPECT_DOUBLE_EQ(past.encode, 4e-10);
+  EXPECT_DOUBLE_EQ(past.decode_all_cores, 6.5e-10);  // 3e6 per copy
+  EXPECT_DOUBLE_EQ(codec_at(randomk, 1e12).decode_all_cores, 9e-10);
+  CodecCost plain = randomk;
+  plain.sizes.clear(), plain.at_sizes.clear();
+  EXPECT_DOUBLE_EQ(codec_at(plain, 1e5).encode, 4e-10);
+  // A cost missing at one size of the table is taken as the codec's own.
+  CodecCost gap = randomk;
+  gap.at_sizes[1].encode = 0;
+  EXPECT_DOUBLE_EQ(codec_at(gap, 2e6).encode, 4e-10);
+  // exchange(): shared indices run on every core at once; 2 ranks of 5e5 bytes each on one host keep
+  // 2 * 2 * 5e5 = 2e6 bytes, 1e6 per copy.
+  Topology t = flat(2, 0, 1e-9);
+  t.host_ranks = 2;
+  const double M = 5e5;
+  const Cost values = exchange(kNone, M / 100, t);
+  EXPECT_NEAR(exchange(randomk, M, t).total, values.total + M * (1.5e-10 + 2.5e-10), 1e-15);
+  t.host_ranks = 0;  // a node's ranks: one per node here, 1e6 bytes
+  EXPECT_NEAR(exchange(randomk, M, t).total, values.total + M * (1.5e-10 + 2.5e-10), 1e-15);
+  t.host_ranks = 8;  // 8e6 bytes, 4e6 per copy
+  EXPECT_NEAR(exchange(randomk, M, t).total, values.total + M * (4.25e-10 + 7.75e-10), 1e-15);
+}
+
 TEST(ModelFormulas, TwoLevelPaysTheInterNodeLatencyPerNodeNotPerRank) {
   Topology t = nodes_of(100, 8, Link{1e-6, 1e-11}, Link{5e-5, 8e-10}, 64);
   const Cost ring = exchange(kNone, 1e8, t, Algorithm::Ring);
@@ -538,6 +583,9 @@ Model sample() {
               {"topk", CodecKind::Sparse, 40, 3e-9, 2e-9}};
   m.codecs[2].encode_all_cores = 6e-10;
   m.codecs[2].decode_all_cores = 7e-10;
+  m.codecs[2].sizes = {1 << 20, 4 << 20};
+  m.codecs[2].at_sizes = {{1e-10, 2e-10, 3e-10, 0, 0}, {5e-10, 6e-10, 4.5e-10, 0, 0}};
+  m.codecs[2].copies = 2;
   m.source = "test";
   return m;
 }
@@ -567,6 +615,14 @@ TEST(ModelFile, RoundTripsThroughToml) {
   EXPECT_DOUBLE_EQ(back.codec("int8")->encode_all_cores, 6e-10);
   EXPECT_DOUBLE_EQ(back.codec("int8")->decode_all_cores, 7e-10);
   EXPECT_DOUBLE_EQ(back.codec("fp16")->encode_all_cores, 0);
+  EXPECT_EQ(back.codec("int8")->sizes, (std::vector<double>{1 << 20, 4 << 20}));
+  ASSERT_EQ(back.codec("int8")->at_sizes.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.codec("int8")->at_sizes[0].decode, 2e-10);
+  EXPECT_DOUBLE_EQ(back.codec("int8")->at_sizes[1].decode_accumulate, 4.5e-10);
+  EXPECT_DOUBLE_EQ(back.codec("int8")->at_sizes[1].encode_all_cores, 0);  // not measured: absent
+  EXPECT_EQ(to_toml(back).find("table_encode_all_cores"), std::string::npos);
+  EXPECT_DOUBLE_EQ(back.codec("int8")->copies, 2);
+  EXPECT_TRUE(back.codec("fp16")->sizes.empty());
   EXPECT_THROW(back.link("ib"), std::invalid_argument);
 }
 
@@ -608,6 +664,16 @@ TEST(ModelFile, BadFilesSayWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(message(head + "sum_bytes = [4096, 8]\nsum_s_per_byte = [1e-10, 1e-10]\n").find("sum_bytes: must be ascending"),
             std::string::npos);
+  const std::string int8 = head + "[codecs.int8]\nkind = \"quantized\"\nratio = 4\nencode_s_per_byte = 1e-10\n"
+                                  "decode_s_per_byte = 1e-10\n";
+  EXPECT_NE(message(int8 + "table_bytes = [8, 4096]\ntable_decode_s_per_byte = [1e-10]\n")
+                .find("codecs.int8.table_decode_s_per_byte: must have as many entries as table_bytes (1 and 2)"),
+            std::string::npos);
+  EXPECT_NE(message(int8 + "table_bytes = [4096, 8]\n").find("codecs.int8.table_bytes: must be ascending"),
+            std::string::npos);
+  EXPECT_NE(message(int8 + "table_bytes = [8]\ncopies = 0\n").find("codecs.int8.copies: must be 1 or more"),
+            std::string::npos);
+  EXPECT_EQ(message(int8 + "table_bytes = [8, 4096]\ntable_decode_s_per_byte = [1e-11, 1e-10]\n"), "no error");
   // A file from before links had cpu_s_per_byte loads, the term absent.
   EXPECT_EQ(message(head + "[links.tcp]\nalpha_s = 0\nbeta_s_per_byte = 1e-9\n"), "no error");
   EXPECT_NE(message("format = = 1").find("m.toml:1"), std::string::npos);

@@ -160,6 +160,23 @@ TEST(Calibrate, TimesDecodingOntoABufferForSummedCodecs) {
     EXPECT_GT(m.codec(name)->decode_all_cores, 0) << name << "\n" << r.output;
   }
   EXPECT_NE(r.output.find("2 copies of each codec at once"), std::string::npos) << r.output;
+  // Each codec's costs by buffer size as well: 1/16, 1/4, 1/2 and all of --bytes, the last its own.
+  for (const char* name : {"none", "fp16", "int8", "topk", "randomk"}) {
+    const gw::model::CodecCost& c = *m.codec(name);
+    ASSERT_EQ(c.sizes, (std::vector<double>{131072, 524288, 1048576, 2097152})) << name;
+    ASSERT_EQ(c.at_sizes.size(), 4u) << name;
+    EXPECT_DOUBLE_EQ(c.copies, 2) << name;
+    EXPECT_DOUBLE_EQ(c.at_sizes.back().encode, c.encode) << name;
+    EXPECT_DOUBLE_EQ(c.at_sizes.back().decode_all_cores, c.decode_all_cores) << name;
+    for (const gw::model::CodecRates& at : c.at_sizes) {
+      EXPECT_GT(at.encode, 0) << name;
+      EXPECT_GT(at.decode, 0) << name;
+      EXPECT_GT(at.encode_all_cores, 0) << name;
+      EXPECT_GT(at.decode_all_cores, 0) << name;
+      EXPECT_EQ(at.decode_accumulate > 0, c.decode_accumulate > 0) << name;
+    }
+  }
+  EXPECT_NE(r.output.find("128 KiB"), std::string::npos) << r.output;
 }
 
 TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {

@@ -494,7 +494,8 @@ gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string&
   gw::model::Topology t;
   t.nodes = uint64_t(std::max(1, ranks));
   t.per_node = 1;
-  t.cores = std::max(1e-3, cores / double(std::max(1, ranks)));  // every rank's link its own, the cores shared
+  t.host_ranks = t.nodes;  // every rank's link its own, the cores and caches shared
+  t.cores = std::max(1e-3, cores / double(std::max(1, ranks)));
   t.intra.beta = t.inter.beta = bytes_per_s > 0 ? 1 / bytes_per_s : 0;
   t.intra.all_to_all_beta = t.inter.all_to_all_beta = all_to_all_bytes_per_s > 0 ? 1 / all_to_all_bytes_per_s : 0;
   if (model) {
@@ -516,6 +517,7 @@ std::optional<gw::model::Cost> node_allreduce_cost(const gw::model::Model& model
   gw::model::Topology t;
   t.nodes = uint64_t(std::max(1, nodes));
   t.per_node = uint64_t(std::max(1, per_node));
+  t.host_ranks = t.ranks();  // the nodes share one machine's caches
   t.cores = std::max(1e-3, model.machine.cores / double(t.nodes));
   gw::model::use_machine(t, model.machine);
   t.intra = model.link(model.links.count("shm") ? "shm" : model.intra);
