@@ -269,9 +269,10 @@ json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
   for (size_t c = 0; c < all["codecs"].size(); ++c) {
     for (const char* k : {"encode", "decode", "decode_accumulate", "encode_all_cores", "decode_all_cores"})
       all["codecs"][c][k] = median([&](const json& r) { return r["codecs"][c][k].get<double>(); });
-    for (size_t i = 0; i < all["codecs"][c]["table"].size(); ++i)
-      for (size_t k = 0; k < 5; ++k)
-        all["codecs"][c]["table"][i][k] = median([&](const json& r) { return r["codecs"][c]["table"][i][k].get<double>(); });
+    json& table = all["codecs"][c]["table"];
+    for (size_t i = 0; i < table.size(); ++i)
+      for (size_t k = 0; k < table[i].size(); ++k)
+        table[i][k] = median([&](const json& r) { return r["codecs"][c]["table"][i][k].get<double>(); });
   }
   return all;
 }
@@ -321,7 +322,8 @@ int run(const CalibrateArgs& args) {
                 << std::setw(14) << gbps(r.encode, false) << std::setw(14) << gbps(r.decode, true) << std::setw(14)
                 << gbps(r.decode_accumulate, false);
       if (r.encode_all_cores > 0)
-        std::cout << std::setw(14) << gbps(r.encode_all_cores, false) << std::setw(14) << gbps(r.decode_all_cores, true);
+        std::cout << std::setw(14) << gbps(r.encode_all_cores, false) << std::setw(14)
+                  << gbps(r.decode_all_cores, true);
       std::cout << "\n";
     }
     m.codecs.push_back(c);

@@ -174,7 +174,8 @@ struct Settings {
 
 // The cost of averaging `bytes` f32 bytes over the topology with codec `c` and algorithm `a` (Auto:
 // what gradwire runs), the codec's costs at the bytes the ranks of a host keep in its caches (codec_at:
-// twice `bytes` per rank of the host, model.cpp). Throws std::invalid_argument for an algorithm that does not apply to the codec.
+// twice `bytes` per rank of the host, model.cpp). Throws std::invalid_argument for an algorithm that
+// does not apply to the codec.
 Cost exchange(const CodecCost& c, double bytes, const Topology& t, Algorithm a = Algorithm::Auto,
               const Settings& s = {});
 

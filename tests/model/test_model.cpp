@@ -178,7 +178,9 @@ TEST(ModelFormulas, CodecCostsFollowTheBytesTheHostsRanksKeep) {
   CodecCost randomk{"randomk", CodecKind::SharedIndices, 100, 4e-10, 8e-10};
   randomk.encode_all_cores = 5e-10, randomk.decode_all_cores = 9e-10;
   randomk.sizes = {1e6, 3e6, 5e6};
-  randomk.at_sizes = {{1e-10, 2e-10, 0, 1.5e-10, 2.5e-10}, {3e-10, 6e-10, 0, 3.5e-10, 6.5e-10}, {4e-10, 8e-10, 0, 5e-10, 9e-10}};
+  randomk.at_sizes = {{1e-10, 2e-10, 0, 1.5e-10, 2.5e-10},
+                      {3e-10, 6e-10, 0, 3.5e-10, 6.5e-10},
+                      {4e-10, 8e-10, 0, 5e-10, 9e-10}};
   randomk.copies = 2;
   const CodecCost below = codec_at(randomk, 5e5);
   EXPECT_DOUBLE_EQ(below.encode, 1e-10);
