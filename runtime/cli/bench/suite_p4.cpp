@@ -120,8 +120,8 @@ class InRunInputs {
   }
 
  private:
-  static constexpr uint64_t kGammaBytes = 64 << 20;  // calibrate's default --bytes, beyond the caches
-  static constexpr int kGammaPasses = 16;            // 1 GiB, as calibrate's
+  static constexpr uint64_t kGammaBytes = 256 << 20;  // calibrate's default --bytes, beyond the caches
+  static constexpr int kGammaPasses = 4;              // 1 GiB, as calibrate's
   LinkPasses shm_;
   std::vector<std::vector<double>> sums_;
   std::vector<double> gammas_;
