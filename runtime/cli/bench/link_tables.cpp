@@ -72,7 +72,9 @@ struct MessageTiming {
   bool call = false;       // one more entry: a one-f32 allreduce's median time
   bool both_ways = false;  // both ranks send at once (an exchange) instead of a ping-pong
   int ranks = 2;           // with both_ways: every rank sends to the next and receives from the previous
-  int group = 1;           // a sample: `group` consecutive exchanges after a barrier (when > 1), over their number
+  // When > 1: a sample is a ring allreduce's pass after a barrier (ring_pass; `group` must be its
+  // 2 (ranks - 1) steps), over their number.
+  int group = 1;
 };
 
 // One-way times between two forked local ranks over one UCX transport, at each size: the median, but the
