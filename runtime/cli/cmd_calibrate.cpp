@@ -306,26 +306,24 @@ int run(const CalibrateArgs& args) {
       const double s = decode && c.kind == gw::model::CodecKind::Sparse ? s_per_byte / c.ratio : s_per_byte;
       return s > 0 ? 1e-9 / s : 0;
     };
-    std::cout << std::left << std::setw(10) << c.name << std::setw(16) << gw::model::kind_name(c.kind) << std::right
-              << std::setw(10) << std::setprecision(4) << c.ratio << std::setw(14)
-              << gbps(c.encode, false) << std::setw(14) << gbps(c.decode, true) << std::setw(14)
-              << gbps(c.decode_accumulate, false);
-    if (c.encode_all_cores > 0)
-      std::cout << std::setw(14) << gbps(c.encode_all_cores, false) << std::setw(14) << gbps(c.decode_all_cores, true);
-    std::cout << "\n";
-    for (size_t i = 0; i + 1 < c.sizes.size(); ++i) {  // the last size is the row above
-      const gw::model::CodecRates& r = c.at_sizes[i];
-      std::cout << std::left << std::setw(10) << "" << std::setw(16)
-                << (c.sizes[i] >= (1 << 20) ? std::to_string(uint64_t(c.sizes[i]) >> 20) + " MiB"
-                                            : std::to_string(uint64_t(c.sizes[i]) >> 10) + " KiB")
-                << std::right << std::setw(10) << ""
-                << std::setw(14) << gbps(r.encode, false) << std::setw(14) << gbps(r.decode, true) << std::setw(14)
-                << gbps(r.decode_accumulate, false);
+    // One row: the codec's own costs, or (blank name and ratio) its table's at one size.
+    const auto row = [&](const std::string& name, const std::string& what, const std::string& ratio,
+                         const gw::model::CodecRates& r) {
+      std::cout << std::left << std::setw(10) << name << std::setw(16) << what << std::right << std::setw(10)
+                << ratio << std::setprecision(4) << std::setw(14) << gbps(r.encode, false) << std::setw(14)
+                << gbps(r.decode, true) << std::setw(14) << gbps(r.decode_accumulate, false);
       if (r.encode_all_cores > 0)
-        std::cout << std::setw(14) << gbps(r.encode_all_cores, false) << std::setw(14)
-                  << gbps(r.decode_all_cores, true);
+        std::cout << std::setw(14) << gbps(r.encode_all_cores, false) << std::setw(14) << gbps(r.decode_all_cores, true);
       std::cout << "\n";
-    }
+    };
+    std::ostringstream ratio;
+    ratio << std::setprecision(4) << c.ratio;
+    row(c.name, gw::model::kind_name(c.kind), ratio.str(),
+        {c.encode, c.decode, c.decode_accumulate, c.encode_all_cores, c.decode_all_cores});
+    for (size_t i = 0; i + 1 < c.sizes.size(); ++i)  // the last size is the row above
+      row("", c.sizes[i] >= (1 << 20) ? std::to_string(uint64_t(c.sizes[i]) >> 20) + " MiB"
+                                      : std::to_string(uint64_t(c.sizes[i]) >> 10) + " KiB",
+          "", c.at_sizes[i]);
     m.codecs.push_back(c);
   }
   if (!m.codec("none")) m.codecs.insert(m.codecs.begin(), gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0});
