@@ -358,8 +358,10 @@ int run(const CalibrateArgs& args) {
                   << (l.beta > 0 ? 1e-6 / l.beta : 0) << " MB/s" << cpu_note << "\n";
         for (size_t i = 0; i < l.sizes.size(); ++i)
           std::cout << "  " << std::setw(9) << uint64_t(l.sizes[i]) << " bytes each way at once: " << std::setprecision(3)
-                    << l.seconds[i] * 1e6 << " us; a ring's step with two ranks per core, "
-                    << l.crowded_seconds[i] * 1e6 << " us\n";
+                    << l.seconds[i] * 1e6 << " us; a ring's step with two ranks per core "
+                    << l.crowded_seconds[i] * 1e6 << " us (summing " << l.crowded_summed_seconds[i] * 1e6
+                    << "); a 2-rank ring's step " << l.ring_seconds[i] * 1e6 << " us (summing "
+                    << l.ring_summed_seconds[i] * 1e6 << ")\n";
       } catch (const std::exception& e) {
         std::cout << "link " << tls << ": not measured (" << e.what() << ")\n";
       }

@@ -53,6 +53,11 @@ double pipelined(double wire, double cpu, double pieces, double transport) {
 
 void crowd(Link& step, const Link& l, double bytes, double s);
 void crowd_ring(Link& step, const Link& l, double bytes, double s, double swept_beta);
+bool has_crowded_steps(const Link& l);
+bool has_ring_steps(const Link& l);
+double ring_step(const Link& l, double block);
+double in_ring_sum(const Link& l, const std::vector<double>& plain, const std::vector<double>& summed,
+                   double per_core, double block);
 
 Cost ring(double M, double n, const Link& link, double gamma, double s) {
   Cost c;
@@ -67,9 +72,24 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
   // block goes by rendezvous).
   Link l = at_message(link, M / n, 1);
   const Link swept = at_message(link, s * M / 2, 1);
+  const double block_beta = l.beta;
   if (swept.beta > l.beta) {
     l.beta = swept.beta;
     l.cpu = swept.cpu;
+  }
+  if (s <= 1 && has_ring_steps(link)) {
+    // Ranks on cores of their own, with the 2-rank ring's table: its step of the block, its copies
+    // slowed as the exchanges' by a larger buffer swept, and its sums in place of gamma, from the 2-rank
+    // ring whose buffer is as large as this one (its block M / 2).
+    const double slowed = block_beta > 0 ? std::max(1.0, swept.beta / block_beta) : 1.0;
+    const double beta = std::max(0.0, ring_step(link, M / n) - link.alpha) / (M / n) * slowed;
+    if (l.beta > 0) l.cpu *= beta / l.beta;
+    l.beta = beta;
+    l.alpha = link.alpha;
+    gamma = in_ring_sum(link, link.ring_seconds, link.ring_summed_seconds, 1, M / 2);
+  } else if (s > 1 && link.crowded_summed_seconds.size() == link.sizes.size() && has_crowded_steps(link)) {
+    // Ranks sharing cores: the sums of the crowded table's ring at the block (its ranks two to a core).
+    gamma = in_ring_sum(link, link.crowded_seconds, link.crowded_summed_seconds, 2, M / n);
   }
   // Ranks sharing cores: the crowded table's step of the block (crowd_ring).
   crowd_ring(l, link, M / n, s, swept.beta);
@@ -365,6 +385,9 @@ Link with_beta(Link l, double beta) {
   l.sizes.clear();
   l.seconds.clear();
   l.crowded_seconds.clear();
+  l.crowded_summed_seconds.clear();
+  l.ring_seconds.clear();
+  l.ring_summed_seconds.clear();
   return l;
 }
 
@@ -441,6 +464,36 @@ void crowd_ring(Link& step, const Link& l, double bytes, double s, double swept_
   if (step.beta > 0) step.cpu *= beta / step.beta;
   step.beta = beta;
   step.alpha = l.alpha + (s - 1) * extra;
+}
+
+// Whether the link has the 2-rank ring's steps, without and with its sums (as many as its sizes).
+bool has_ring_steps(const Link& l) {
+  return !l.sizes.empty() && l.ring_seconds.size() == l.sizes.size() && l.ring_summed_seconds.size() == l.sizes.size();
+}
+
+// The 2-rank ring's step of `block` bytes (Link::ring_seconds): interpolated, past the largest size in
+// proportion to its time.
+double ring_step(const Link& l, double block) {
+  return block > l.sizes.back() ? l.ring_seconds.back() * block / l.sizes.back()
+                                : interpolate(l.sizes, l.ring_seconds, block);
+}
+
+// A ring's sums per f32 byte as they run in its pass, from a table of the pass's steps without (`plain`)
+// and with its sums (`summed`), its ranks `per_core` to a core: a pass of 2 (n - 1) steps sums n - 1
+// blocks on each rank, the ranks of a core one after another, so the summed steps' excess is per_core / 2
+// sums of a block per step. At the `block` size, past the largest size held. In the pass, as in the
+// allreduce run back to back, a block is summed in place just after the next rank read it (the previous
+// allgather sent it): every line written is taken back from that rank's cache first. On one VM 2 ranks'
+// sums of 128 to 512 KiB blocks ran at 0.13 to 0.18 ns per byte where its sum table read 0.02 to 0.04,
+// and the table had 2 ranks' 256 KiB and 1 MiB predicted 19-23 % short; 4 ranks on 2 cores summed their
+// 4 MiB blocks at the table's 16 MiB rate, where the buffers the ranks swept (64 MiB) had them at
+// gamma's, 2.4 times slower, and 16 MiB predicted 16-31 % long.
+double in_ring_sum(const Link& l, const std::vector<double>& plain, const std::vector<double>& summed,
+                   double per_core, double block) {
+  std::vector<double> sum(l.sizes.size());
+  for (size_t i = 0; i < sum.size(); ++i)
+    sum[i] = l.sizes[i] > 0 ? std::max(0.0, 2 * (summed[i] - plain[i])) / (per_core * l.sizes[i]) : 0;
+  return interpolate(l.sizes, sum, block);
 }
 
 }  // namespace

@@ -29,7 +29,11 @@ struct Link {
   // than from the large-transfer fit: copies of cache-sized buffers run faster. `crowded_seconds`
   // (optional, as many): the time of one step of a ring of ranks two to a core (4 ranks on 2 cores:
   // every rank sends to the next and receives from the previous), where the ranks of a core take turns.
-  std::vector<double> sizes, seconds, crowded_seconds;
+  // `crowded_summed_seconds` (optional, as many): the same step with the sums of the ring's
+  // reduce-scatter. `ring_seconds` and `ring_summed_seconds` (optional, as many): a step of a 2-rank ring
+  // allreduce's pass over a buffer of two blocks of that size (one rank per core), without and with its
+  // sums. The dense ring takes its step and its sums from them (ring(), model.cpp).
+  std::vector<double> sizes, seconds, crowded_seconds, crowded_summed_seconds, ring_seconds, ring_summed_seconds;
 };
 
 // The link as a dense allreduce that exchanges messages of `bytes` sees it: beta (and a cpu cost in

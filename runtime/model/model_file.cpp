@@ -53,6 +53,9 @@ void read_times(const toml::table& t, const std::string& where, Link& l) {
   l.sizes = numbers(t, "message_bytes", where);
   l.seconds = numbers(t, "one_way_s", where);
   l.crowded_seconds = numbers(t, "two_per_core_step_s", where);
+  l.crowded_summed_seconds = numbers(t, "two_per_core_summed_step_s", where);
+  l.ring_seconds = numbers(t, "ring_step_s", where);
+  l.ring_summed_seconds = numbers(t, "ring_summed_step_s", where);
   if (t.contains("one_way_shared_core_s"))
     throw std::invalid_argument(where + ".one_way_shared_core_s: written by an older gradwire calibrate (a ping-pong on one "
                                 "core; the model now takes a ring's step with two ranks per core); run gradwire "
@@ -62,6 +65,12 @@ void read_times(const toml::table& t, const std::string& where, Link& l) {
                                 std::to_string(l.sizes.size()) + " and " + std::to_string(l.seconds.size()) + ")");
   if (!l.crowded_seconds.empty() && l.crowded_seconds.size() != l.sizes.size())
     throw std::invalid_argument(where + ": two_per_core_step_s must have as many entries as message_bytes");
+  if (!l.crowded_summed_seconds.empty() && l.crowded_summed_seconds.size() != l.crowded_seconds.size())
+    throw std::invalid_argument(where + ": two_per_core_summed_step_s needs two_per_core_step_s, as many entries");
+  if (l.ring_seconds.size() != l.ring_summed_seconds.size() ||
+      (!l.ring_seconds.empty() && l.ring_seconds.size() != l.sizes.size()))
+    throw std::invalid_argument(where + ": ring_step_s and ring_summed_step_s go together, each with as many entries "
+                                "as message_bytes");
   for (size_t i = 1; i < l.sizes.size(); ++i)
     if (!(l.sizes[i] > l.sizes[i - 1])) throw std::invalid_argument(where + ".message_bytes: must be ascending");
 }
@@ -124,6 +133,11 @@ std::string to_toml(const Model& m) {
       t.insert("message_bytes", array_of(l.sizes));
       t.insert("one_way_s", array_of(l.seconds));
       if (!l.crowded_seconds.empty()) t.insert("two_per_core_step_s", array_of(l.crowded_seconds));
+      if (!l.crowded_summed_seconds.empty()) t.insert("two_per_core_summed_step_s", array_of(l.crowded_summed_seconds));
+      if (!l.ring_seconds.empty()) {
+        t.insert("ring_step_s", array_of(l.ring_seconds));
+        t.insert("ring_summed_step_s", array_of(l.ring_summed_seconds));
+      }
     }
     links.insert(name, std::move(t));
   }

@@ -465,6 +465,55 @@ TEST(ModelFormulas, MeasuredMessageTimesSetTheDenseAlgorithmsLink) {
   EXPECT_TRUE(with_beta(shm, 1e-8).sizes.empty());
 }
 
+// A link with the rings' own passes (Link::ring_seconds, crowded_summed_seconds): ranks on cores of their
+// own take the 2-rank ring's step of their block and its sums in place of gamma; ranks two to a core take
+// the crowded ring's sums; without a summed table, as before.
+TEST(ModelFormulas, TheRingTakesItsStepsAndSumsFromItsOwnPasses) {
+  Link shm{1e-6, 4e-10, 4e-10};
+  shm.sizes = {8, 1 << 20, 4 << 20};
+  shm.seconds = {1e-6, 1e-6 + (1 << 20) * 1e-10, 1e-6 + (4 << 20) * 1e-10};
+  shm.ring_seconds = {1e-6, 1e-6 + (1 << 20) * 0.8e-10, 1e-6 + (4 << 20) * 0.9e-10};
+  // A pass of 2 steps sums one block: the summed steps take half a block's sum more, at 0, 1 and 2e-10
+  // per byte.
+  const std::vector<double> sum = {0, 1e-10, 2e-10};
+  for (size_t i = 0; i < 3; ++i) shm.ring_summed_seconds.push_back(shm.ring_seconds[i] + shm.sizes[i] * sum[i] / 2);
+  Topology two = flat(2, 0, 0, 5e-11);  // gamma 5e-11: not what the ring's sums cost
+  two.intra = two.inter = shm;
+  const double M = 2 << 20;  // 1 MiB blocks
+  const Cost c = exchange(kNone, M, two, Algorithm::Ring);
+  EXPECT_NEAR(c.latency, 2e-6, 1e-15);
+  EXPECT_NEAR(c.wire, M * 0.8e-10, 1e-15);
+  EXPECT_NEAR(c.cpu, M / 2 * 1e-10, 1e-15);
+  EXPECT_NEAR(c.total, 2e-6 + M * 0.8e-10 + M / 2 * 1e-10, 1e-12);
+  // Halfway to 4 MiB, and past the last size: the step in proportion to its time, the sum held.
+  EXPECT_NEAR(exchange(kNone, 5 << 20, two, Algorithm::Ring).cpu, (5 << 19) * 1.5e-10, 1e-12);
+  const Cost past = exchange(kNone, 16 << 20, two, Algorithm::Ring);
+  EXPECT_NEAR(past.wire, 2 * shm.ring_seconds[2] * 2 - 2e-6, 1e-12);
+  EXPECT_NEAR(past.cpu, (8 << 20) * 2e-10, 1e-12);
+  // Without the summed steps the table is not read: the exchanges' table and gamma.
+  Link plain = shm;
+  plain.ring_summed_seconds.clear();
+  two.intra = two.inter = plain;
+  const Cost before = exchange(kNone, M, two, Algorithm::Ring);
+  EXPECT_NEAR(before.wire, M * 1e-10, 1e-15);
+  EXPECT_NEAR(before.cpu, M / 2 * 5e-11, 1e-15);
+  // 4 ranks on 2 cores: the crowded pass's sums at the block, its 2 ranks per core one after the other
+  // (the excess per step is a quarter of a block's sum for each rank: 2 sums of 3 per core over 6 steps).
+  shm.crowded_seconds = {20e-6, 20e-6 + (1 << 20) * 2e-10, 20e-6 + (4 << 20) * 2e-10};
+  const std::vector<double> crowded_sum = {0, 3e-10, 1e-10};
+  for (size_t i = 0; i < 3; ++i)
+    shm.crowded_summed_seconds.push_back(shm.crowded_seconds[i] + shm.sizes[i] * crowded_sum[i]);
+  const Topology four = nodes_of(1, 4, shm, shm, 2, 5e-11);
+  EXPECT_NEAR(exchange(kNone, 4 << 20, four, Algorithm::Ring).cpu, 0.75 * (4 << 20) * 3e-10 * 2, 1e-12);
+  Link crowded_plain = shm;
+  crowded_plain.crowded_summed_seconds.clear();
+  EXPECT_NEAR(exchange(kNone, 4 << 20, nodes_of(1, 4, crowded_plain, crowded_plain, 2, 5e-11), Algorithm::Ring).cpu,
+              0.75 * (4 << 20) * 5e-11 * 2, 1e-12);
+  // Another rate drops them.
+  const Link other = with_beta(shm, 1e-8);
+  EXPECT_TRUE(other.ring_seconds.empty() && other.ring_summed_seconds.empty() && other.crowded_summed_seconds.empty());
+}
+
 // The dense algorithms sum at the speed of their buffer's size where the machine has a table of sums by
 // size (buffers that fit the caches are summed faster); past its last size, and without one, gamma.
 TEST(ModelFormulas, DenseReductionsSumAtTheirBuffersSpeed) {
@@ -577,6 +626,9 @@ Model sample() {
   m.links["shm"].sizes = {8, 4096};
   m.links["shm"].seconds = {3e-6, 4e-6};
   m.links["shm"].crowded_seconds = {5e-5, 5.1e-5};
+  m.links["shm"].crowded_summed_seconds = {5.5e-5, 5.7e-5};
+  m.links["shm"].ring_seconds = {2e-6, 3e-6};
+  m.links["shm"].ring_summed_seconds = {2.5e-6, 3.5e-6};
   m.links["tcp"] = Link{4e-5, 8e-9, 6e-10};
   m.links["tcp"].all_to_all_beta = 9e-9;
   m.codecs = {kNone,
@@ -608,6 +660,9 @@ TEST(ModelFile, RoundTripsThroughToml) {
   EXPECT_EQ(back.link("shm").sizes, (std::vector<double>{8, 4096}));
   EXPECT_EQ(back.link("shm").seconds, (std::vector<double>{3e-6, 4e-6}));
   EXPECT_EQ(back.link("shm").crowded_seconds, (std::vector<double>{5e-5, 5.1e-5}));
+  EXPECT_EQ(back.link("shm").crowded_summed_seconds, (std::vector<double>{5.5e-5, 5.7e-5}));
+  EXPECT_EQ(back.link("shm").ring_seconds, (std::vector<double>{2e-6, 3e-6}));
+  EXPECT_EQ(back.link("shm").ring_summed_seconds, (std::vector<double>{2.5e-6, 3.5e-6}));
   EXPECT_TRUE(back.link("tcp").sizes.empty());
   ASSERT_NE(back.codec("topk"), nullptr);
   EXPECT_EQ(back.codec("topk")->kind, CodecKind::Sparse);
@@ -657,6 +712,16 @@ TEST(ModelFile, BadFilesSayWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [1e-6]\ntwo_per_core_step_s = [1e-6, 2e-6]\n")
                 .find("two_per_core_step_s must have as many entries"),
+            std::string::npos);
+  EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [1e-6]\ntwo_per_core_summed_step_s = [1e-6]\n")
+                .find("two_per_core_summed_step_s needs two_per_core_step_s"),
+            std::string::npos);
+  EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [1e-6]\nring_step_s = [1e-6]\n")
+                .find("ring_step_s and ring_summed_step_s go together"),
+            std::string::npos);
+  EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [1e-6]\nring_step_s = [1e-6, 2e-6]\n"
+                          "ring_summed_step_s = [1e-6, 2e-6]\n")
+                .find("as many entries as message_bytes"),
             std::string::npos);
   // The one-core ping-pong of an older calibrate is not read as something it is not.
   EXPECT_NE(message(tcp + "message_bytes = [8]\none_way_s = [1e-6]\none_way_shared_core_s = [5e-6]\n")

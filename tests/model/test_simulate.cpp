@@ -193,15 +193,19 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   EXPECT_DOUBLE_EQ(m.link("inter").cpu, tcp.cpu);
   EXPECT_DOUBLE_EQ(m.link("inter").beta, 8.0 / 1e9);
   EXPECT_EQ(m.inter, "inter");
-  // Shared memory: exchange times by message size, a ring's step with two ranks per core, and a call's
-  // own cost.
-  // The sum by buffer size: 256 KiB to 16 MiB, each a positive cost.
-  ASSERT_EQ(m.machine.sum_sizes.size(), 4u) << r.output;
+  // Shared memory: exchange times by message size, a ring's step with two ranks per core and a 2-rank
+  // ring's step, each without and with its sums, and a call's own cost.
+  // The sum by buffer size: 256 KiB to 64 MiB, each a positive cost.
+  ASSERT_EQ(m.machine.sum_sizes.size(), 6u) << r.output;
+  EXPECT_EQ(m.machine.sum_sizes.back(), double(64 << 20));
   for (double s : m.machine.sum_seconds) EXPECT_GT(s, 0) << r.output;
   const gw::model::Link& shm = m.link("shm");
   ASSERT_EQ(shm.sizes.size(), 13u) << r.output;
   ASSERT_EQ(shm.seconds.size(), 13u);
   ASSERT_EQ(shm.crowded_seconds.size(), 13u);
+  ASSERT_EQ(shm.crowded_summed_seconds.size(), 13u);
+  ASSERT_EQ(shm.ring_seconds.size(), 13u);
+  ASSERT_EQ(shm.ring_summed_seconds.size(), 13u);
   // Up to 64 MiB each way (past a last-level cache that holds a 16 MiB exchange), β the slope from 1 MiB
   // to there where the time grows (the last size alone otherwise).
   EXPECT_EQ(shm.sizes.back(), double(64 << 20));
@@ -213,8 +217,12 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   for (size_t i = 0; i < shm.sizes.size(); ++i) {
     EXPECT_GT(shm.seconds[i], 0) << i;
     EXPECT_GT(shm.crowded_seconds[i], 0) << i;
+    EXPECT_GT(shm.crowded_summed_seconds[i], 0) << i;
+    EXPECT_GT(shm.ring_seconds[i], 0) << i;
+    EXPECT_GT(shm.ring_summed_seconds[i], 0) << i;
   }
   EXPECT_NE(r.output.find("a ring's step with two ranks per core"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a 2-rank ring's step"), std::string::npos) << r.output;
   // A call's cost is a difference of two timings, clamped at 0 (on a loaded machine the fastest ping-pong
   // can take longer than the median allreduce): written, never negative.
   EXPECT_NE(r.output.find("a collective call"), std::string::npos) << r.output;

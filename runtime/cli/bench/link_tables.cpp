@@ -38,10 +38,11 @@ void exchange_once(gw_comm* comm, gw_tensor* out, gw_tensor* in, uint32_t to, ui
 // and receives block r - 2 - s into the landing block, allgather step t sends block r - t and receives
 // block r - 1 - t into its place. A rank sends its step k + 1 message as soon as its step k message has
 // arrived, without waiting for its own step k send to complete; the sends are waited for at the end.
+// With `sum`, each reduce-scatter step adds the landing block into its place (f32) as the allreduce does.
 // Over one block sent and one received again and again, 4 ranks on 2 cores stepped 256 KiB in 29 us
 // where the allreduce's steps took 70 and more: the buffer's blocks, not the sums, made the difference
 // (the same pass summing each received block into its place took as long as without the sums).
-void ring_pass(gw_comm* comm, char* ring, char* landing, uint64_t size, uint32_t rank, uint32_t n) {
+void ring_pass(gw_comm* comm, char* ring, char* landing, uint64_t size, uint32_t rank, uint32_t n, bool sum) {
   const uint32_t to = (rank + 1) % n, from = (rank + n - 1) % n, steps = 2 * (n - 1);
   std::vector<gw_request*> sends(steps, nullptr);
   gw_request* recv = nullptr;
@@ -57,6 +58,11 @@ void ring_pass(gw_comm* comm, char* ring, char* landing, uint64_t size, uint32_t
     if (status == GW_OK) status = gw_request_wait(recv, 60);
     if (recv) gw_request_free(recv);
     recv = nullptr;
+    if (sum && scatter && status == GW_OK) {
+      float* __restrict into = static_cast<float*>(block(rank + 2 * n - 2 - k).data);  // the block that arrived
+      const float* __restrict arrived = reinterpret_cast<const float*>(landing);
+      for (uint64_t i = 0; i < size / sizeof(float); ++i) into[i] += arrived[i];
+    }
   }
   for (gw_request* s : sends)
     if (s) {
@@ -75,6 +81,9 @@ struct MessageTiming {
   // When > 1: a sample is a ring allreduce's pass after a barrier (ring_pass; `group` must be its
   // 2 (ranks - 1) steps), over their number.
   int group = 1;
+  // With group > 1: every sample also times a pass that sums what the reduce-scatter receives (ring_pass's
+  // `sum`) before the plain one; the summed passes' medians follow the plain ones' in the result.
+  bool summed_too = false;
 };
 
 // One-way times between two forked local ranks over one UCX transport, at each size: the median, but the
@@ -94,18 +103,25 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
     const uint32_t to = (rank + 1) % n, from = (rank + n - 1) % n;
     std::vector<char> buf(sizes.back()), back(both_ways ? sizes.back() : 0);
     std::vector<char> ring(how.group > 1 ? n * sizes.back() : 0);  // the ring pass's blocks (`back` lands)
-    json seconds = json::array();
+    json seconds = json::array(), summed = json::array();
     for (uint64_t size : sizes) {
       gw_tensor t = bytes_tensor(buf.data(), size);
       gw_tensor u = bytes_tensor(back.data(), both_ways ? size : 0);
       const int iters = size <= 65536 ? 200 : size <= (4 << 20) ? 40 : size <= (16 << 20) ? 10 : 4;
-      std::vector<double> samples;
+      std::vector<double> samples, summed_samples;
       for (int i = -2; i < iters; ++i) {
+        if (how.summed_too) {
+          check_bench(gw_barrier(comm), "barrier");
+          const auto t0 = Clock::now();
+          ring_pass(comm, ring.data(), back.data(), size, rank, n, true);
+          const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (i >= 0) summed_samples.push_back(elapsed / how.group);
+        }
         if (how.group > 1) check_bench(gw_barrier(comm), "barrier");
         const auto t0 = Clock::now();
         if (both_ways) {
           if (how.group > 1)
-            ring_pass(comm, ring.data(), back.data(), size, rank, n);
+            ring_pass(comm, ring.data(), back.data(), size, rank, n, false);
           else
             exchange_once(comm, &t, &u, to, from);
           // The next exchange sends what arrived and receives into what was sent, as a ring's steps do:
@@ -126,7 +142,9 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
       }
       seconds.push_back(size == sizes.front() && !how.scheduled ? *std::min_element(samples.begin(), samples.end())
                                                             : summarize(samples).median);
+      if (how.summed_too) summed.push_back(summarize(summed_samples).median);
     }
+    for (const json& t : summed) seconds.push_back(t);
     if (how.call) {
       float x = 1;
       gw_tensor t = GW_TENSOR_INIT;
@@ -168,7 +186,11 @@ std::vector<double> ring_steps_two_per_core(const std::string& tls, const std::s
   try {
     std::vector<double> t =
         message_times(tls, config, sizes,
-                      {.scheduled = true, .both_ways = true, .ranks = 2 * cores, .group = 2 * (2 * cores - 1)});
+                      {.scheduled = true,
+                       .both_ways = true,
+                       .ranks = 2 * cores,
+                       .group = 2 * (2 * cores - 1),
+                       .summed_too = true});
     sched_setaffinity(0, sizeof all, &all);
     return t;
   } catch (...) {
@@ -191,7 +213,17 @@ LinkPasses::LinkPasses(std::string tls, std::string config)
 
 void LinkPasses::pass() {
   exchanges_.push_back(message_times(tls_, config_, sizes_, {.call = table_, .both_ways = table_}));
-  if (table_) crowded_.push_back(ring_steps_two_per_core(tls_, config_, sizes_));
+  if (!table_) return;
+  // Each ring's steps without, then with its sums: two ranks per core, and a 2-rank ring over a buffer of
+  // two blocks of each size.
+  const auto split = [&](const std::vector<double>& t, std::vector<std::vector<double>>& plain,
+                         std::vector<std::vector<double>>& summed) {
+    plain.emplace_back(t.begin(), t.begin() + long(sizes_.size()));
+    summed.emplace_back(t.begin() + long(sizes_.size()), t.end());
+  };
+  split(ring_steps_two_per_core(tls_, config_, sizes_), crowded_, crowded_summed_);
+  split(message_times(tls_, config_, sizes_, {.scheduled = true, .both_ways = true, .group = 2, .summed_too = true}),
+        rings_, summed_);
 }
 
 gw::model::Link LinkPasses::fit(double* call) const {
@@ -211,12 +243,15 @@ gw::model::Link LinkPasses::fit(double* call) const {
     l.sizes.assign(sizes_.begin(), sizes_.end());
     l.seconds = t;
     l.crowded_seconds = median_by_index(crowded_);
+    l.crowded_summed_seconds = median_by_index(crowded_summed_);
+    l.ring_seconds = median_by_index(rings_);
+    l.ring_summed_seconds = median_by_index(summed_);
   }
   return l;
 }
 
 const std::vector<uint64_t>& sum_table_sizes() {
-  static const std::vector<uint64_t> sizes = {256 << 10, 1 << 20, 4 << 20, 16 << 20};
+  static const std::vector<uint64_t> sizes = {256 << 10, 1 << 20, 4 << 20, 16 << 20, 32 << 20, 64 << 20};
   return sizes;
 }
 

@@ -18,8 +18,9 @@ namespace gwcli::bench {
 // alpha the smallest message's time, beta the slope between 1 MiB and the last size (16 MiB for tcp,
 // 64 MiB for shm). tcp: a ping-pong's one way.
 // shm: an exchange (both ranks sending at once, as in every step of a ring or recursive doubling), a
-// table of them by message size, a ring's step with ranks two to a core, and a one-f32 allreduce's time
-// (what a collective call costs beyond its message).
+// table of them by message size, a ring's step with ranks two to a core and a 2-rank ring's step, each
+// over the ring's buffer without and with its sums, and a one-f32 allreduce's time (what a collective call costs beyond
+// its message).
 class LinkPasses {
  public:
   LinkPasses(std::string tls, std::string config);
@@ -30,9 +31,9 @@ class LinkPasses {
 
  private:
   std::string tls_, config_;
-  bool table_;  // shared memory: the exchanges both ways, by size, and the crowded step
+  bool table_;  // shared memory: the exchanges both ways, by size, the crowded step and the 2-rank ring's
   std::vector<uint64_t> sizes_;
-  std::vector<std::vector<double>> exchanges_, crowded_;
+  std::vector<std::vector<double>> exchanges_, crowded_, crowded_summed_, rings_, summed_;
 };
 
 // Buffer sizes of the machine's sum table (Machine::sum_sizes); past the last one the model takes gamma.
