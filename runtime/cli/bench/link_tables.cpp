@@ -167,7 +167,8 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
 // A ring's step with ranks two to a core: 2c ranks on c cores (c = 2 where this process may use two
 // cores, else 1; the ranks inherit this process's affinity, narrowed for the measurement), every rank
 // sending to the next and receiving from the previous at once. Timed as a collective runs it: from a
-// barrier, the 2 (2c - 1) steps of a ring allreduce's pass (ring_pass), the median over passes. (Single
+// barrier, the 2 (2c - 1) steps of a ring allreduce's pass (ring_pass), the median over passes, each
+// pass beside one with its sums (the result: the plain steps, then the summed ones). (Single
 // steps' median reads the moments when a rank's partner happens to run on the other core: 1 us at
 // 4 KiB, a two-core exchange; a long run's mean reads the scheduler's time slices; steps that wait for
 // their own sends wait for every rendezvous receiver's answer, which the allreduce does not.)
