@@ -486,8 +486,8 @@ double ring_step(const Link& l, double block) {
 // allgather sent it): every line written is taken back from that rank's cache first. On one VM 2 ranks'
 // sums of 128 to 512 KiB blocks ran at 0.13 to 0.18 ns per byte where its sum table read 0.02 to 0.04,
 // and the table had 2 ranks' 256 KiB and 1 MiB predicted 19-23 % short; 4 ranks on 2 cores summed their
-// 4 MiB blocks at the table's 16 MiB rate, where the buffers the ranks swept (64 MiB) had them at
-// gamma's, 2.4 times slower, and 16 MiB predicted 16-31 % long.
+// 4 MiB blocks near the table's 16 MiB rate, where the buffers the ranks swept (64 MiB) had them at
+// gamma's, 2.4 times slower, and 4 ranks' 16 MiB predicted 22 and 31 % long.
 double in_ring_sum(const Link& l, const std::vector<double>& plain, const std::vector<double>& summed,
                    double per_core, double block) {
   std::vector<double> sum(l.sizes.size());

@@ -19,8 +19,8 @@ namespace gwcli::bench {
 // 64 MiB for shm). tcp: a ping-pong's one way.
 // shm: an exchange (both ranks sending at once, as in every step of a ring or recursive doubling), a
 // table of them by message size, a ring's step with ranks two to a core and a 2-rank ring's step, each
-// over the ring's buffer without and with its sums, and a one-f32 allreduce's time (what a collective call costs beyond
-// its message).
+// over the ring's buffer without and with its sums, and a one-f32 allreduce's time (what a collective
+// call costs beyond its message).
 class LinkPasses {
  public:
   LinkPasses(std::string tls, std::string config);

@@ -15,8 +15,9 @@
 //     1 and 4 MiB measured 3-4 times their usual time, 4 ranks' 4 MiB half of it, a minute apart); with
 //     a repetition per round it holds one of seven of each.
 //   With --model, the cost model's prediction. Its shared-memory link (the exchange table, the crowded
-//     ring step and the 2-rank ring's, each without and with its sums, a collective call's cost) and the machine's sums (by buffer size and gamma) are measured
-//     again in this run, one pass before each round (bench::LinkPasses, as `calibrate` measures them),
+//     ring step and the 2-rank ring's, each without and with its sums, a collective call's cost) and
+//     the machine's sums (by buffer size and gamma) are measured again in this run, one pass before
+//     each round (bench::LinkPasses, as `calibrate` measures them),
 //     each figure the median of the passes before the rounds of its rank count: on a shared VM the
 //     exchanges move by half and more within minutes, and a calibration taken in another stretch of time
 //     predicted 2 ranks' 4 MiB +118 %. The model file gives the cores; the file's own prediction is
