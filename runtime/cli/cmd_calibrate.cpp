@@ -321,9 +321,7 @@ int run(const CalibrateArgs& args) {
     row(c.name, gw::model::kind_name(c.kind), ratio.str(),
         {c.encode, c.decode, c.decode_accumulate, c.encode_all_cores, c.decode_all_cores});
     for (size_t i = 0; i + 1 < c.sizes.size(); ++i)  // the last size is the row above
-      row("", c.sizes[i] >= (1 << 20) ? std::to_string(uint64_t(c.sizes[i]) >> 20) + " MiB"
-                                      : std::to_string(uint64_t(c.sizes[i]) >> 10) + " KiB",
-          "", c.at_sizes[i]);
+      row("", bench::size_name(uint64_t(c.sizes[i]), " "), "", c.at_sizes[i]);
     m.codecs.push_back(c);
   }
   if (!m.codec("none")) m.codecs.insert(m.codecs.begin(), gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0});

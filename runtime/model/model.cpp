@@ -54,6 +54,7 @@ double pipelined(double wire, double cpu, double pieces, double transport) {
 void crowd(Link& step, const Link& l, double bytes, double s);
 void crowd_ring(Link& step, const Link& l, double bytes, double s, double swept_beta);
 bool has_crowded_steps(const Link& l);
+bool has_crowded_sums(const Link& l);
 bool has_ring_steps(const Link& l);
 double ring_step(const Link& l, double block);
 double in_ring_sum(const Link& l, const std::vector<double>& plain, const std::vector<double>& summed,
@@ -87,7 +88,7 @@ Cost ring(double M, double n, const Link& link, double gamma, double s) {
     l.beta = beta;
     l.alpha = link.alpha;
     gamma = in_ring_sum(link, link.ring_seconds, link.ring_summed_seconds, 1, M / 2);
-  } else if (s > 1 && link.crowded_summed_seconds.size() == link.sizes.size() && has_crowded_steps(link)) {
+  } else if (s > 1 && has_crowded_sums(link)) {
     // Ranks sharing cores: the sums of the crowded table's ring at the block (its ranks two to a core).
     gamma = in_ring_sum(link, link.crowded_seconds, link.crowded_summed_seconds, 2, M / n);
   }
@@ -464,6 +465,11 @@ void crowd_ring(Link& step, const Link& l, double bytes, double s, double swept_
   if (step.beta > 0) step.cpu *= beta / step.beta;
   step.beta = beta;
   step.alpha = l.alpha + (s - 1) * extra;
+}
+
+// Whether the link has the crowded steps with their sums as well (as many as its sizes).
+bool has_crowded_sums(const Link& l) {
+  return has_crowded_steps(l) && l.crowded_summed_seconds.size() == l.sizes.size();
 }
 
 // Whether the link has the 2-rank ring's steps, without and with its sums (as many as its sizes).

@@ -3,6 +3,7 @@
 // better (peer time / our time, or our throughput / peer throughput).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -50,5 +51,8 @@ struct Stats {
   double spread = 0;
 };
 Stats summarize(std::vector<double> samples);
+
+// A size as the suites' case names write it: "256MiB", "64KiB", "8B" (`gap` between number and unit).
+std::string size_name(uint64_t bytes, const char* gap = "");
 
 }  // namespace gwcli::bench

@@ -104,6 +104,13 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
     std::vector<char> buf(sizes.back()), back(both_ways ? sizes.back() : 0);
     std::vector<char> ring(how.group > 1 ? n * sizes.back() : 0);  // the ring pass's blocks (`back` lands)
     json seconds = json::array(), summed = json::array();
+    // One ring pass (ring_pass) after a barrier, per step.
+    const auto pass_step = [&](uint64_t size, bool sum) {
+      check_bench(gw_barrier(comm), "barrier");
+      const auto t0 = Clock::now();
+      ring_pass(comm, ring.data(), back.data(), size, rank, n, sum);
+      return std::chrono::duration<double>(Clock::now() - t0).count() / how.group;
+    };
     for (uint64_t size : sizes) {
       gw_tensor t = bytes_tensor(buf.data(), size);
       gw_tensor u = bytes_tensor(back.data(), both_ways ? size : 0);
@@ -111,19 +118,17 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
       std::vector<double> samples, summed_samples;
       for (int i = -2; i < iters; ++i) {
         if (how.summed_too) {
-          check_bench(gw_barrier(comm), "barrier");
-          const auto t0 = Clock::now();
-          ring_pass(comm, ring.data(), back.data(), size, rank, n, true);
-          const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-          if (i >= 0) summed_samples.push_back(elapsed / how.group);
+          const double step = pass_step(size, true);
+          if (i >= 0) summed_samples.push_back(step);
         }
-        if (how.group > 1) check_bench(gw_barrier(comm), "barrier");
+        if (how.group > 1) {
+          const double step = pass_step(size, false);
+          if (i >= 0) samples.push_back(step);
+          continue;
+        }
         const auto t0 = Clock::now();
         if (both_ways) {
-          if (how.group > 1)
-            ring_pass(comm, ring.data(), back.data(), size, rank, n, false);
-          else
-            exchange_once(comm, &t, &u, to, from);
+          exchange_once(comm, &t, &u, to, from);
           // The next exchange sends what arrived and receives into what was sent, as a ring's steps do:
           // its bytes land on lines the partner has just read, whose copies in the partner's cache each
           // write must invalidate. Into a buffer only this rank touches, 2 ranks' allreduces of 64 and
@@ -138,7 +143,7 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
         }
         // An exchange's time is one message's; a ping-pong's round trip is two.
         const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (i >= 0) samples.push_back(both_ways ? elapsed / how.group : elapsed / 2);
+        if (i >= 0) samples.push_back(both_ways ? elapsed : elapsed / 2);
       }
       seconds.push_back(size == sizes.front() && !how.scheduled ? *std::min_element(samples.begin(), samples.end())
                                                             : summarize(samples).median);

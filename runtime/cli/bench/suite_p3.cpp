@@ -145,12 +145,6 @@ std::vector<double> perftest(const std::string& tls, const char* test, uint64_t 
   return fields;  // iterations, 50th percentile latency, avg latency, overall latency, avg bw, overall bw, ...
 }
 
-std::string size_name(uint64_t s) {
-  if (s >= (1u << 20)) return std::to_string(s >> 20) + "MiB";
-  if (s >= 1024) return std::to_string(s >> 10) + "KiB";
-  return std::to_string(s) + "B";
-}
-
 }  // namespace
 
 void run_p3(const Options& o, const Emit& emit) {

@@ -136,11 +136,6 @@ double predict(const gw::model::Model& m, int n, uint64_t size) {
   return gw::model::exchange(*m.codec("none"), double(size), t).total;
 }
 
-std::string size_name(uint64_t s) {
-  if (s >= (1u << 20)) return std::to_string(s >> 20) + "MiB";
-  return std::to_string(s >> 10) + "KiB";
-}
-
 }  // namespace
 
 void run_p4(const Options& o, const Emit& emit) {

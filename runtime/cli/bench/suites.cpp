@@ -37,4 +37,10 @@ Stats summarize(std::vector<double> samples) {
   return s;
 }
 
+std::string size_name(uint64_t bytes, const char* gap) {
+  if (bytes >= (uint64_t{1} << 20)) return std::to_string(bytes >> 20) + gap + "MiB";
+  if (bytes >= 1024) return std::to_string(bytes >> 10) + gap + "KiB";
+  return std::to_string(bytes) + gap + "B";
+}
+
 }  // namespace gwcli::bench
