@@ -1,12 +1,13 @@
 // P4: dense allreduce (f32 sum, in place), 2 and 4 ranks, 4 KiB - 256 MiB, against Open MPI's
 // MPI_Allreduce with the same placement (every rank on this host, none bound to a core).
 //
-//   ours: N forked ranks (bench_ranks) with UCX's default transports; per size one warm-up and the
-//     repetitions, each started after a barrier, ITERS calls back to back (about 32 MiB of buffer per
-//     repetition: 1 to 200 calls), timed as the slowest rank's (an allreduce max) per call. One call of
-//     a small buffer lasts tens of microseconds, less than the scheduler's jitter on a shared machine.
+//   ours: N forked ranks (bench_ranks) with UCX's default transports; per size a warm-up (WARMUP calls
+//     back to back, below) and the repetitions, each started after a barrier, ITERS calls back to back
+//     (about 32 MiB of buffer per repetition: 1 to 200 calls), timed as the slowest rank's (an allreduce
+//     max) per call. One call of a small buffer lasts tens of microseconds, less than the scheduler's
+//     jitter on a shared machine.
 //   peer: `mpirun` (mpirun_argv) `--oversubscribe -np N gradwire-mpi-allreduce COUNT
-//     REPS ITERS` (runtime/cli/bench/peers/mpi_allreduce.c), timed the same way.
+//     REPS ITERS WARMUP` (runtime/cli/bench/peers/mpi_allreduce.c), warmed and timed the same way.
 //   The repetitions run in up to seven rounds, each round ours at every size and then the peer at
 //     every size, and each side's samples are pooled: a shared VM has phases of seconds to a minute in
 //     which everything runs at half speed, and one that fell on a single contiguous run of one side
@@ -52,6 +53,17 @@ constexpr int kRounds = 7;                  // rounds the repetitions are split 
 
 uint64_t iterations_for(uint64_t size) { return std::clamp<uint64_t>((uint64_t{32} << 20) / size, 1, 200); }
 
+// The warm-up's calls, on both sides: about 256 MiB of buffer, at least 4 calls and at most 1000. A
+// process's memory here gets faster with use over its first hundreds of MiB moved: in a new process, a
+// 64 MiB memcpy took 9.4, 8.9, 7.7, 7.0, 6.5, 5.9 and, from the tenth on, 5.0 ms. 2 ranks' allreduce of
+// 16 MiB took 7.0, 4.0, 2.7, 2.5, 2.3, 2.3, 2.1 ms in its first calls, of 64 MiB 26, 19, 16 ms, of
+// 256 MiB 109, 88, 79, 78 ms; a hand-written ring of whole blocks did the same. After one repetition's
+// warm-up (2 calls of 16 MiB, 1 of 64 and 256 MiB) the timed calls measured this settling, 10 to 25 %
+// above the steady time that a training's thousands of steps see.
+uint64_t warmup_calls_for(uint64_t size) {
+  return std::clamp<uint64_t>(((uint64_t{256} << 20) + size - 1) / size, 4, 1000);
+}
+
 // What every element holds after `iters` in-place sums over n ranks that each started with 1.0.
 float expected_after(int n, uint64_t iters) {
   float e = 1.0f;
@@ -68,19 +80,22 @@ json measure_ours(int n, const std::vector<uint64_t>& sizes, const Options& o, i
       gw_tensor t = GW_TENSOR_INIT;
       t.data = buf.data();
       t.count = count;
-      std::vector<double> seconds;
-      const uint64_t iters = iterations_for(size);
-      const float expected = expected_after(n, iters);
-      for (int rep = 0; rep <= reps; ++rep) {  // repetition 0: the warm-up
+      // Fills the buffer, runs `calls` allreduces after a barrier and checks the sums; the slowest rank's
+      // seconds per call.
+      const auto run = [&](uint64_t calls) {
         std::fill(buf.begin(), buf.begin() + long(count), 1.0f);
         check_bench(gw_barrier(comm), "barrier");
         const auto t0 = Clock::now();
-        for (uint64_t k = 0; k < iters; ++k) check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce");
+        for (uint64_t k = 0; k < calls; ++k) check_bench(gw_allreduce(comm, &t, &t, GW_REDUCE_SUM), "allreduce");
         const double s =
-            slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
+            slowest_rank(comm, std::chrono::duration<double>(Clock::now() - t0).count() / double(calls));
+        const float expected = expected_after(n, calls);
         if (buf[0] != expected || buf[count - 1] != expected) throw std::runtime_error("P4: wrong allreduce result");
-        if (rep > 0) seconds.push_back(s);
-      }
+        return s;
+      };
+      run(warmup_calls_for(size));
+      std::vector<double> seconds;
+      for (int rep = 0; rep < reps; ++rep) seconds.push_back(run(iterations_for(size)));
       out.push_back({{"size", size}, {"seconds", seconds}});
     }
     return out;
@@ -92,7 +107,8 @@ std::vector<double> measure_mpi(int n, uint64_t size, int reps) {
   std::string out;
   std::vector<std::string> argv = mpirun_argv();
   argv.insert(argv.end(), {"--oversubscribe", "-np", std::to_string(n), peer, std::to_string(size / 4),
-                           std::to_string(reps), std::to_string(iterations_for(size))});
+                           std::to_string(reps), std::to_string(iterations_for(size)),
+                           std::to_string(warmup_calls_for(size))});
   const int status = run_captured(argv, {}, &out);
   return mpi_peer_result(status, out, "P4: mpirun")["seconds"].get<std::vector<double>>();
 }
