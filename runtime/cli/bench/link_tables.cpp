@@ -148,9 +148,10 @@ std::vector<double> message_times(const std::string& tls, const std::string& con
         const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
         if (i >= 0) samples.push_back(both_ways ? elapsed : elapsed / 2);
       }
-      if (size == sizes.front()) smallest_median = summarize(samples).median;
-      seconds.push_back(size == sizes.front() && !how.scheduled ? *std::min_element(samples.begin(), samples.end())
-                                                            : summarize(samples).median);
+      const double median = summarize(samples).median;
+      const bool smallest = size == sizes.front();
+      if (smallest) smallest_median = median;
+      seconds.push_back(smallest && !how.scheduled ? *std::min_element(samples.begin(), samples.end()) : median);
       if (how.summed_too) summed.push_back(summarize(summed_samples).median);
     }
     for (const json& t : summed) seconds.push_back(t);

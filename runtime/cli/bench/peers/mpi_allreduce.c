@@ -1,6 +1,7 @@
 /* The Open MPI peer of the allreduce benchmarks: MPI_Allreduce (sum, in place) of COUNT floats, one
  * warm-up of WARMUP back-to-back calls (default ITERS) and REPS timed repetitions of ITERS back-to-back
- * calls (default 1), each started after a barrier, a repetition timed as the slowest rank's, per call. Rank 0 prints one JSON line:
+ * calls (default 1), each started after a barrier, a repetition timed as the slowest rank's, per call.
+ * Rank 0 prints one JSON line:
  * {"peer": "MPI_Allreduce", "ranks": n, "count": COUNT, "seconds": [...]} (seconds per call).
  * Every result is checked, the warm-up's too (each rank starts with 1.0 per element: after k calls every
  * element is n^k, computed alike in float, overflow to infinity included).
