@@ -26,7 +26,7 @@ ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth el
             "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth").split()
 HISTORY = [
     (re.compile(r"\b(19|20)\d\d-[01]\d-[0-3]\d\b"), "an ISO date"),
-    (re.compile(r"\bruns? (#\s*)?\d+\b", re.I), "a numbered run"),
+    (re.compile(r"\b[Rr]un (#\s*)?\d+\b"), "a numbered run"),
     (re.compile(r"\b(the )?((twenty|thirty|forty)-)?(" + "|".join(ORDINALS) + r") (run|stop|session|launch)\b", re.I),
      "an ordinal run"),
     (re.compile(r"\bthis (run|stop|session)\b", re.I), "'this run/stop/session'"),
@@ -39,7 +39,7 @@ TOP = ("abi", "bench", "bindings", "cmake", "docs", "examples", "plugins", "runt
        "transports")
 # A repository path: starts with a top folder, then path characters; placeholders (<x>, NAME, *, ...)
 # are not paths.
-PATH = re.compile(r"(?<![\w./-])((?:" + "|".join(TOP) + r")/[\w./+-]*)")
+PATH = re.compile(r"(?<![\w./-])((?:" + "|".join(TOP) + r")/[\w./+*-]*)")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
