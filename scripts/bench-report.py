@@ -3,8 +3,10 @@
 
     scripts/bench-report.py                  rewrite every generated block in the documents
     scripts/bench-report.py --check          exit 1, with a diff, where a block differs from what it would write
-    scripts/bench-report.py save NAME [--command TEXT] < TABLE.md
-                                             keep a script's Markdown table as bench/results/NAME.json
+    scripts/bench-report.py save NAME [--command TEXT] < SUMMARY
+                                             keep a script's summary (a Markdown table, or text) as
+                                             bench/results/NAME.json (bench-t1/t2/c1.sh and
+                                             validate-cost-model.sh do, unless SAVE_RESULT=0)
     scripts/bench-report.py record NAME [--tail N] -- COMMAND ARGS...
                                              run COMMAND and keep its output (its last N lines) likewise
     scripts/bench-report.py --self-test
@@ -44,8 +46,15 @@ PRODUCERS = {
     **{f"P{i}": f"build/bin/gradwire bench --suite P{i} --out bench/results/P{i}.json" for i in range(1, 8)},
     "T1": "scripts/bench-t1.sh (as root: the emulated cluster)",
     "T2": "scripts/bench-t2.sh (as root)",
+    "T3": ("gradwire train --ranks 4 --link 1gbit --epochs 2 --evals-per-epoch 8 --configs "
+           "none,async,ps-sync,ps-async --slow-rank 3 --slow-factor 3 (as root) | scripts/bench-report.py save T3"),
     "C1": "scripts/bench-c1.sh",
     "validation": "scripts/validate-cost-model.sh (as root)",
+    "train": ("scripts/bench-report.py record train-short --tail 12 -- build/bin/gradwire train --epochs 1 "
+              "--train-images 6000 --test-images 1000 --configs none,int8"),
+    "ctest": "scripts/bench-report.py record ctest-docs --tail 12 -- ctest --test-dir build -L docs",
+    "simulate": "scripts/bench-report.py record simulate -- build/bin/gradwire simulate ...",
+    "calibrate": "scripts/bench-report.py record calibrate --tail 30 -- build/bin/gradwire calibrate ...",
 }
 
 
@@ -228,9 +237,10 @@ def main():
         p.add_argument("name")
         p.add_argument("--command", default="")
         a = p.parse_args(argv[1:])
-        table = sys.stdin.read()
-        doc = run_info(a.command.split() if a.command else ["?"])
-        doc["table"] = table
+        doc = run_info(a.command or "?")
+        text = sys.stdin.read()
+        # A script's summary: a Markdown table is kept as one, anything else shown as its text.
+        doc["table" if text.lstrip().startswith("|") or "\n|" in text[:200] else "output"] = text
         save(a.name, doc)
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
