@@ -114,12 +114,18 @@ def shown_command(argv):
     return " ".join(w if re.fullmatch(r"[\w./,:=+-]+", w) else "'" + w.replace("'", "'\\''") + "'" for w in words)
 
 
+def short_commit(commit):
+    """The commit's first 12 hex digits, keeping a "-dirty" mark."""
+    commit = str(commit)
+    return commit[:12] + ("-dirty" if commit.endswith("-dirty") and len(commit) > 18 else "")
+
+
 def provenance(key, doc):
     m = doc.get("machine", {})
     gib = m.get("memory_bytes", 0) / 2**30
     where = f"{m.get('cpu') or 'unknown CPU'}, {m.get('cores', '?')} cores, {gib:.0f} GiB, {m.get('kernel', '?')}"
     return (f"From `bench/results/{key}.json`, written by `{shown_command(doc.get('command', '?'))}` at commit "
-            f"`{str(doc.get('commit', 'unknown'))[:12]}` on {where}.")
+            f"`{short_commit(doc.get('commit', 'unknown'))}` on {where}.")
 
 
 def render_results(results):
@@ -216,12 +222,14 @@ def self_test():
 def main():
     argv = sys.argv[1:]
     if argv[:1] == ["record"]:
-        p = argparse.ArgumentParser(prog="bench-report.py record")
+        p = argparse.ArgumentParser(prog="bench-report.py record", usage="%(prog)s NAME [--tail N] -- COMMAND...")
         p.add_argument("name")
         p.add_argument("--tail", type=int, default=0)
-        p.add_argument("command", nargs=argparse.REMAINDER)
-        a = p.parse_args(argv[1:])
-        command = a.command[1:] if a.command[:1] == ["--"] else a.command
+        if "--" not in argv:
+            p.error("the command follows --")
+        split = argv.index("--")
+        a = p.parse_args(argv[1:split])
+        command = argv[split + 1:]
         r = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         out = r.stdout
         if a.tail:
