@@ -128,17 +128,22 @@ def provenance(key, doc):
             f"`{short_commit(doc.get('commit', 'unknown'))}` on {where}.")
 
 
+# Extras shown as columns where any result of a file has them: the noise, a selection's quality, where a
+# point ran, the cost model's prediction.
+EXTRA_COLUMNS = ["spread", "recall", "link", "ranks", "predicted_ms", "error", "target"]
+
+
 def render_results(results):
-    extras = any("target" in r for r in results)
-    head = "| suite | case | ours | peer | unit | peer name | ratio |" + (" target |" if extras else "")
+    extras = [k for k in EXTRA_COLUMNS if any(k in r for r in results)]
+    head = "| suite | case | ours | peer | unit | peer name | ratio |" + "".join(f" {k} |" for k in extras)
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         row = [r.get("suite", ""), r.get("case", ""), number(r.get("ours", "")), number(r.get("peer", "")),
                r.get("unit", ""), r.get("peer_name", ""), number(r.get("ratio", ""))]
-        if extras:
-            t = r.get("target", "")
-            row.append(t if isinstance(t, str) else json.dumps(t))
-        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+        for k in extras:
+            v = r.get(k, "")
+            row.append(v if isinstance(v, str) else number(v) if isinstance(v, (int, float)) else json.dumps(v))
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |")
     return "\n".join(lines)
 
 
