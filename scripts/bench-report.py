@@ -160,7 +160,7 @@ def render(key, results_dir=RESULTS):
     elif "table" in doc:
         body = doc["table"].strip()
     elif "output" in doc:
-        body = "```text\n" + doc["output"].rstrip("\n") + "\n```"
+        body = "```text\n" + doc["output"].strip("\n") + "\n```"
     else:
         raise SystemExit(f"{path}: no results, table or output")
     return provenance(key, doc) + "\n\n" + body + "\n"
@@ -250,7 +250,7 @@ def main():
         p.add_argument("name")
         p.add_argument("--command", default="")
         a = p.parse_args(argv[1:])
-        doc = run_info(a.command or "?")
+        doc = run_info(a.command.strip() or "?")
         text = sys.stdin.read()
         # A script's summary: a Markdown table is kept as one, anything else shown as its text.
         doc["table" if text.lstrip().startswith("|") or "\n|" in text[:200] else "output"] = text
