@@ -50,7 +50,6 @@ int run(const BenchArgs& args) {
     }
   const nlohmann::json info = bench::run_info();
   nlohmann::json results = nlohmann::json::array();
-  if (args.json) std::cout << nlohmann::json{{"run", info}}.dump() << std::endl;
   if (!args.json)
     std::cout << std::left << std::setw(4) << "id" << std::setw(34) << "case" << std::right << std::setw(12) << "ours"
               << std::setw(12) << "peer" << "  " << std::left << std::setw(8) << "unit" << std::setw(16) << "peer name"
@@ -68,6 +67,8 @@ int run(const BenchArgs& args) {
     for (auto& [k, v] : r.extra.items()) j[k] = v;
     if (!args.out.empty()) results.push_back(j);
     if (args.json) {
+      // Every line stands alone: a consumer that keeps one line keeps where and how it was measured.
+      j["run"] = info;
       std::cout << j.dump() << std::endl;
     } else {
       print_row(r);
@@ -101,7 +102,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<BenchArgs>();
   cmd->add_option("--suite", args->suites, "Comma-separated suites (P1,P2,...); default all");
   cmd->add_flag("--json", args->json,
-                "One JSON object per line: first {\"run\": machine, command, commit}, then one per result");
+                "One JSON object per result and line, each with \"run\": the machine, command and commit");
   cmd->add_option("--out", args->out,
                   "Also write a result file here (JSON: machine, command, commit, results; bench/results/)");
   cmd->add_option("--repetitions", args->options.repetitions, "Timed repetitions per case (median reported)")
