@@ -26,6 +26,8 @@ A marker is an HTML comment on the line just before the fence; readers of the re
   <!-- snippet: file -->            the block is a whole file (the default), marked to give a prelude
   <!-- snippet: run -->             Python, sh: run it as well
   <!-- snippet: toml-only -->       TOML that is not a gradwire configuration
+  <!-- snippet: file excerpt=PATH --> also: every line of the block is a line of PATH, in order (a
+                                    guide quoting an example that CTest builds cannot drift from it)
   <!-- snippet: fragment            lines after the first line of the comment are a prelude: put before
   gw_comm* comm;                    the block at file scope (C, C++, Go: imports or declarations;
   -->                               Python: before the block)
@@ -110,7 +112,28 @@ class Checker:
     def fail(self, block, why):
         self.failures.append(f"{block.where()}: {block.lang} block: {why.strip()}")
 
+    def check_excerpt(self, block):
+        """excerpt=PATH: every line of the block is a line of PATH, in order (spaces aside)."""
+        for mark in block.marks:
+            if not mark.startswith("excerpt="):
+                continue
+            path = os.path.join(self.root, mark[len("excerpt="):])
+            if not os.path.exists(path):
+                self.fail(block, f"excerpt of {path}, which does not exist")
+                continue
+            have = [re.sub(r"\s+", "", l) for l in open(path)]
+            pos = 0
+            for line in block.text.split("\n"):
+                want = re.sub(r"\s+", "", line)
+                if not want:
+                    continue
+                if want not in have[pos:]:
+                    self.fail(block, f"'{line.strip()}' is not in {mark[len('excerpt='):]} (in this order)")
+                    break
+                pos = have.index(want, pos) + 1
+
     def check(self, block):
+        self.check_excerpt(block)
         if block.lang not in LANGS:
             self.fail(block, f"unknown language tag '{block.lang}' (known: {', '.join(sorted(LANGS - {''}))})")
             return
@@ -303,6 +326,11 @@ no_such_julia_function(1)
 ```pascal
 begin end.
 ```
+
+<!-- snippet: file excerpt=examples/third_party_codec/minmax8.c -->
+```c
+static const int this_line_is_not_in_minmax8 = 1;
+```
 """
 
 PLANTED_GOOD = r"""
@@ -340,7 +368,7 @@ def self_test(args):
         open(good, "w").write(PLANTED_GOOD)
         c = Checker(args)
         c.check_files([bad])
-        expected = {"c": 3, "python": 1, "toml": 1, "rust": 1, "julia": 1, "pascal": 1}
+        expected = {"c": 4, "python": 1, "toml": 1, "rust": 1, "julia": 1, "pascal": 1}
         for lang, n in expected.items():
             got = sum(f": {lang} block:" in f for f in c.failures)
             if got < n:
