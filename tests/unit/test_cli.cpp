@@ -105,8 +105,8 @@ TEST(Cli, BenchWhoseRanksFailExitsWithTheirMessage) {
 TEST(Cli, BenchResultsCarryMachineCommandAndCommit) {
   gwtest::TempDir dir;
   const std::string out = (dir.path / "P1.json").string();
-  auto r = gwtest::run_command("GRADWIRE_COMMIT=abc123 " + kCli + " bench --suite P1 --quick --repetitions 1 --json --out " +
-                               out);
+  auto r = gwtest::run_command("GRADWIRE_COMMIT=abc123 " + kCli +
+                               " bench --suite P1 --quick --repetitions 1 --json --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto expect_run = [](const nlohmann::json& run, const std::string& where) {
     ASSERT_TRUE(run.is_object()) << where;
