@@ -38,7 +38,7 @@ for rep in $(seq 1 "$REPEAT"); do
 done
 uptime | sed 's/^/bench-c1.sh: load after: /'
 
-"$PYTHON" - "$OUT" "$RATE" "$RANKS" "$REPEAT" "$HIDDEN" <<'PY'
+"$PYTHON" - "$OUT" "$RATE" "$RANKS" "$REPEAT" "$HIDDEN" <<'PY' | tee "$OUT/summary.txt"
 import json, os, statistics, sys
 out, rate, ranks, repeat, hidden = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 print(f"\nC1: {ranks} ranks, storage at {rate} MB/s (emulated), MLP 784-{hidden.replace(',', '-')}-10, batch 128; "
@@ -71,3 +71,8 @@ for mode in ["memory", "cache", "node-shared"]:
     print(f"{mode:<13}{cell(load):>14}{cell(first):>14}{cell(later):>16}{held:>26}{rss:>13.1f} MB"
           f"{runs[0]['curve'][-1]['test_accuracy']:>11.4f}")
 PY
+# The summary as bench/results/C1.json, with this machine, the command and the commit (docs/benchmarks.md,
+# "Result files"); SAVE_RESULT=0 keeps it out.
+if [ "${SAVE_RESULT:-1}" != 0 ]; then
+  python3 "$root/scripts/bench-report.py" save C1 --command "RATE=$RATE EPOCHS=$EPOCHS RANKS=$RANKS REPEAT=$REPEAT HIDDEN=$HIDDEN scripts/bench-c1.sh $*" < "$OUT/summary.txt"
+fi

@@ -34,7 +34,7 @@ echo "== PyTorch DDP (gloo), 4 ranks, $RATE links, hooks $HOOKS"
   "$PYTHON" "$peer" --epochs "$EPOCHS" --hooks "$HOOKS" | tee "$OUT/torch.log" | grep -E '^\[0\] .*"kind": "result"' || true
 uptime | sed 's/^/bench-t1.sh: load after: /'
 
-"$PYTHON" - "$OUT" <<'PY'
+"$PYTHON" - "$OUT" <<'PY' | tee "$OUT/summary.txt"
 import glob, json, os, sys
 out = sys.argv[1]
 rows = []
@@ -66,3 +66,8 @@ for name, acc, t85, secs, sent, link in rows:
 print("sooner: gradwire none's time to 85 % over this row's (target for a compressed gradwire row: >= 2x); "
       "acc - none: final accuracy minus gradwire none's (target: within 0.5 points)")
 PY
+# The summary as bench/results/T1.json, with this machine, the command and the commit (docs/benchmarks.md,
+# "Result files"); SAVE_RESULT=0 keeps it out.
+if [ "${SAVE_RESULT:-1}" != 0 ]; then
+  python3 "$root/scripts/bench-report.py" save T1 --command "RATE=$RATE EPOCHS=$EPOCHS HOOKS=$HOOKS scripts/bench-t1.sh $*" < "$OUT/summary.txt"
+fi

@@ -39,7 +39,7 @@ for rate in $RATES; do
   uptime | sed "s/^/bench-t2.sh: load after $rate: /"
 done
 
-"$PYTHON" - "$OUT/t2.jsonl" <<'PY'
+"$PYTHON" - "$OUT/t2.jsonl" <<'PY' | tee "$OUT/summary.txt"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 links = []
@@ -80,3 +80,8 @@ for link in links:
 print("comm %: share of the step not explained by the step without communication (1 - compute / step); "
       "sooner: ddp's time to 85 % over this row's; sent/step: bytes the rank's interface sent per step")
 PY
+# The summary as bench/results/T2.json, with this machine, the command and the commit (docs/benchmarks.md,
+# "Result files"); SAVE_RESULT=0 keeps it out.
+if [ "${SAVE_RESULT:-1}" != 0 ]; then
+  python3 "$root/scripts/bench-report.py" save T2 --command "RATES=\"$RATES\" EPOCHS=$EPOCHS TRAIN_IMAGES=$TRAIN_IMAGES scripts/bench-t2.sh $*" < "$OUT/summary.txt"
+fi

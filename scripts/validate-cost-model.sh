@@ -89,7 +89,7 @@ for k in $(seq "$launches"); do
     launch p4 P4 once "P4: 2 and 4 ranks on this host" --suite P4 --repetitions "$fast_reps"
   fi
 done
-python3 - "$out" <<'PY'
+python3 - "$out" <<'PY' | tee "$out/summary.txt"
 import glob, json, statistics, sys
 d = sys.argv[1]
 order = {"100mbit": 0, "1gbit": 1, "10gbit": 2}
@@ -174,3 +174,8 @@ if p4:
 
 summary("all suites", [("P5", p5), ("P7", p7), ("P4", p4), ("all", p5 + p7 + p4)])
 PY
+# The summary as bench/results/validation.json, with this machine, the command and the commit (docs/benchmarks.md,
+# "Result files"); SAVE_RESULT=0 keeps it out.
+if [ "${SAVE_RESULT:-1}" != 0 ]; then
+  python3 "$root/scripts/bench-report.py" save validation --command "RATES=\"$rates\" RANKS=\"$ranks\" BYTES=$bytes REPS=$reps FAST_REPS=$fast_reps LAUNCHES=$launches SUITES=\"$suites\" scripts/validate-cost-model.sh" < "$out/summary.txt"
+fi

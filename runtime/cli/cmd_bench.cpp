@@ -1,10 +1,13 @@
-// `gradwire bench [--suite P1,P4] [--json]`: every figure a ratio against a peer measured in the same run.
+// `gradwire bench [--suite P1,P4] [--json] [--out FILE]`: every figure a ratio against a peer measured in
+// the same run.
 #include <cstdlib>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <set>
 
 #include "bench/bench.hpp"
+#include "bench/run_info.hpp"
 #include "commands.hpp"
 
 namespace gwcli {
@@ -13,6 +16,7 @@ namespace {
 struct BenchArgs {
   std::string suites;
   bool json = false;
+  std::string out;  // a result file: the run's machine, command and commit, and every result
   bench::Options options;
 };
 
@@ -44,6 +48,8 @@ int run(const BenchArgs& args) {
       std::cerr << "\n";
       return 2;
     }
+  const nlohmann::json info = bench::run_info();
+  nlohmann::json results = nlohmann::json::array();
   if (!args.json)
     std::cout << std::left << std::setw(4) << "id" << std::setw(34) << "case" << std::right << std::setw(12) << "ours"
               << std::setw(12) << "peer" << "  " << std::left << std::setw(8) << "unit" << std::setw(16) << "peer name"
@@ -56,18 +62,36 @@ int run(const BenchArgs& args) {
       r.case_name = args.options.transport + " " + r.case_name;
       r.extra["transport"] = args.options.transport;
     }
+    nlohmann::json j = {{"suite", r.suite}, {"case", r.case_name}, {"ours", r.ours},  {"peer", r.peer},
+                        {"unit", r.unit},   {"ratio", r.ratio},    {"peer_name", r.peer_name}};
+    for (auto& [k, v] : r.extra.items()) j[k] = v;
+    if (!args.out.empty()) results.push_back(j);
     if (args.json) {
-      nlohmann::json j = {{"suite", r.suite}, {"case", r.case_name}, {"ours", r.ours},  {"peer", r.peer},
-                          {"unit", r.unit},   {"ratio", r.ratio},    {"peer_name", r.peer_name}};
-      for (auto& [k, v] : r.extra.items()) j[k] = v;
+      // Every line stands alone: a consumer that keeps one line keeps where and how it was measured.
+      j["run"] = info;
       std::cout << j.dump() << std::endl;
     } else {
       print_row(r);
       std::cout.flush();
     }
   };
+  nlohmann::json ran = nlohmann::json::array();
   for (const auto& s : bench::suites())
-    if (wanted.empty() || wanted.count(s.id)) s.run(args.options, emit);
+    if (wanted.empty() || wanted.count(s.id)) {
+      s.run(args.options, emit);
+      ran.push_back(s.id);
+    }
+  if (!args.out.empty()) {
+    nlohmann::json document = info;
+    document["suites"] = ran;
+    document["results"] = results;
+    std::ofstream file(args.out);
+    file << document.dump(2) << "\n";
+    if (!file) {
+      std::cerr << "gradwire bench: cannot write " << args.out << "\n";
+      return 1;
+    }
+  }
   return 0;
 }
 
@@ -77,7 +101,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("bench", "Measure collectives and codecs against their peers (ratio > 1: gradwire better)");
   auto args = std::make_shared<BenchArgs>();
   cmd->add_option("--suite", args->suites, "Comma-separated suites (P1,P2,...); default all");
-  cmd->add_flag("--json", args->json, "One JSON object per line");
+  cmd->add_flag("--json", args->json,
+                "One JSON object per result and line, each with \"run\": the machine, command and commit");
+  cmd->add_option("--out", args->out,
+                  "Also write a result file here (JSON: machine, command, commit, results; bench/results/)");
   cmd->add_option("--repetitions", args->options.repetitions, "Timed repetitions per case (median reported)")
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--quick", args->options.quick, "Small sizes: a smoke run");

@@ -1,4 +1,9 @@
 // The `gradwire` command, run as a user would.
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
 #include "gw_test.hpp"
 
 namespace {
@@ -92,6 +97,55 @@ TEST(Cli, BenchWhoseRanksFailExitsWithTheirMessage) {
   EXPECT_NE(r.output.find("no transport plugin named 'nosuch'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("gradwire: bench: a rank failed"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
+// A result says where and how it was measured: every --json line and the --out file carry the machine,
+// the command line and the commit (docs/benchmarks.md, "Result files"); GRADWIRE_COMMIT names the commit
+// where the command runs outside a checkout.
+TEST(Cli, BenchResultsCarryMachineCommandAndCommit) {
+  gwtest::TempDir dir;
+  const std::string out = (dir.path / "P1.json").string();
+  auto r = gwtest::run_command("GRADWIRE_COMMIT=abc123 " + kCli +
+                               " bench --suite P1 --quick --repetitions 1 --json --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto expect_run = [](const nlohmann::json& run, const std::string& where) {
+    ASSERT_TRUE(run.is_object()) << where;
+    EXPECT_EQ(run.value("commit", ""), "abc123") << where;
+    ASSERT_TRUE(run.contains("command") && run["command"].is_array() && run["command"].size() >= 2) << where;
+    EXPECT_EQ(run["command"][1], "bench") << where;
+    const auto& m = run.value("machine", nlohmann::json::object());
+    EXPECT_FALSE(m.value("cpu", "").empty()) << where;
+    EXPECT_GT(m.value("cores", 0), 0) << where;
+    EXPECT_GT(m.value("memory_bytes", uint64_t{0}), uint64_t{0}) << where;
+    EXPECT_EQ(m.value("kernel", "").rfind("Linux ", 0), 0u) << where;
+    EXPECT_FALSE(run.value("time", "").empty()) << where;
+  };
+  std::istringstream lines(r.output);
+  int results = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.front() != '{') continue;
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.value("suite", ""), "P1") << line;
+    expect_run(j.value("run", nlohmann::json()), line);
+    ++results;
+  }
+  EXPECT_EQ(results, 4) << r.output;  // fp16, bf16, int8, onebit
+  std::ifstream file(out);
+  ASSERT_TRUE(file) << out;
+  const auto doc = nlohmann::json::parse(file);
+  expect_run(doc, out);
+  EXPECT_EQ(doc.value("suites", nlohmann::json::array()), nlohmann::json::array({"P1"}));
+  ASSERT_EQ(doc.value("results", nlohmann::json::array()).size(), 4u) << doc.dump();
+  EXPECT_FALSE(doc["results"][0].contains("run"));
+
+  // Without GRADWIRE_COMMIT: the checkout's commit (this build sits inside one), or "unknown".
+  r = gwtest::run_command("env -u GRADWIRE_COMMIT " + kCli + " bench --suite P1 --quick --repetitions 1 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream again(out);
+  const std::string commit = nlohmann::json::parse(again).value("commit", "");
+  const bool sha = commit.size() >= 40 && commit.find_first_not_of("0123456789abcdef") >= 40 &&
+                   (commit.size() == 40 || commit.substr(40) == "-dirty");
+  EXPECT_TRUE(sha || commit == "unknown") << commit;
 }
 
 // The table printer copes with every kind of figure a suite reports (numbers and strings in extra).
