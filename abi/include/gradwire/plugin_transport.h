@@ -21,7 +21,8 @@ typedef struct gw_transport_init {
   uint32_t rank;
   uint32_t world_size;
   uint32_t local_rank; /* this rank's index among the ranks of its host, from the launcher (0 when unknown) */
-  uint32_t local_size; /* 1 in this version: the ranks per host are known only after the address exchange */
+  uint32_t local_size; /* the ranks on this rank's host, from the launcher (1 when it does not say); for
+                          [transport] intra, created after the address exchange, the ranks of the node */
   double timeout_s; /* how long a peer may stay silent before its requests fail */
 } gw_transport_init;
 
