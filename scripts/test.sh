@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh
-# Tests that start ranks (real processes over UCX, network namespaces) run one at a time: in parallel on
-# 2 cores their timeouts would measure the other test's load, not gradwire.
+# Tests that start ranks (real processes over UCX, network namespaces) or run a benchmark or calibration
+# (label benchmark) run one at a time: in parallel on 2 cores their timeouts would measure the other
+# test's load, not gradwire. Label unit means one process and no benchmark (tests/CMakeLists.txt).
 # A failed test's output scrolls by in the middle of a long log: at the end, each failed test's output
 # is printed again (the end of the log is what a CI summary shows).
 failed=0
@@ -15,8 +16,8 @@ stage() {
   ctest --test-dir build --output-on-failure --timeout 900 -O "$log" "$@" && return 0
   failed=1
 }
-stage build/ctest-parallel.log -j2 -LE "multiprocess|cluster|train"
-stage build/ctest-serial.log -L "multiprocess|cluster|train"
+stage build/ctest-parallel.log -j2 -LE "multiprocess|cluster|train|benchmark"
+stage build/ctest-serial.log -L "multiprocess|cluster|train|benchmark"
 if [ "$failed" = 1 ]; then
   echo "==== the failed tests' output again ===="
   for log in build/ctest-parallel.log build/ctest-serial.log; do

@@ -30,16 +30,19 @@ struct Convention {
   const char* rank;
   const char* size;
   const char* local_rank;
+  const char* local_size;    // nullptr: the convention has none
   const char* root_address;  // nullptr: the convention has none (GW_ROOT_ADDR is used)
   const char* root_port;
 };
 
 constexpr Convention kConventions[] = {
-    {"GW_RANK/GW_WORLD_SIZE", "GW_RANK", "GW_WORLD_SIZE", "GW_LOCAL_RANK", "GW_ROOT_ADDR", "GW_ROOT_PORT"},
-    {"torchrun (RANK/WORLD_SIZE)", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"},
+    {"GW_RANK/GW_WORLD_SIZE", "GW_RANK", "GW_WORLD_SIZE", "GW_LOCAL_RANK", "GW_LOCAL_SIZE", "GW_ROOT_ADDR",
+     "GW_ROOT_PORT"},
+    {"torchrun (RANK/WORLD_SIZE)", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+     "MASTER_PORT"},
     {"Open MPI (OMPI_COMM_WORLD_*)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-     nullptr, nullptr},
-    {"Slurm (SLURM_PROCID/SLURM_NTASKS)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr, nullptr},
+     "OMPI_COMM_WORLD_LOCAL_SIZE", nullptr, nullptr},
+    {"Slurm (SLURM_PROCID/SLURM_NTASKS)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr, nullptr, nullptr},
 };
 
 constexpr int64_t kMaxRanks = 1 << 24;
@@ -59,6 +62,9 @@ LaunchInfo detect_launch(const LaunchOverrides& o) {
     info.world_size = uint32_t(parse_int(*size, c.size, 1, kMaxRanks));
     info.rank = uint32_t(parse_int(*rank, c.rank, 0, info.world_size - 1));
     if (const auto local = env(c.local_rank)) info.local_rank = uint32_t(parse_int(*local, c.local_rank, 0, kMaxRanks));
+    if (c.local_size != nullptr)
+      if (const auto local = env(c.local_size))
+        info.local_size = uint32_t(parse_int(*local, c.local_size, 1, info.world_size));
     if (c.root_address != nullptr) {
       if (const auto a = env(c.root_address)) info.root_address = *a;
       if (const auto p = env(c.root_port)) {
@@ -97,6 +103,9 @@ LaunchInfo detect_launch(const LaunchOverrides& o) {
       fail(GW_ERR_INVALID_ARGUMENT, "gw_comm_options.root_port " + std::to_string(o.root_port) + " is not a port");
     info.root_port = int32_t(o.root_port);
   }
+  // The launcher counted the ranks of its own job; a communicator the application sized otherwise
+  // (gw_comm_options) cannot have more ranks on this host than in all.
+  if (info.local_size > info.world_size) info.local_size = 1;
   if (info.rank >= info.world_size)
     fail(GW_ERR_INVALID_ARGUMENT, "rank " + std::to_string(info.rank) + " is not below the world size " +
                                       std::to_string(info.world_size) + " (from " + info.source + ")");

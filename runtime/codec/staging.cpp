@@ -1,14 +1,13 @@
 #include "codec/staging.hpp"
 
 #include <gradwire/gradwire.h>
+#include <gw_kernels/fp16.h>
 
-#include <bit>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "codec/device.hpp"
-#include "collectives/reduce.hpp"
 #include "core/error.hpp"
 
 namespace gw::staging {
@@ -53,7 +52,7 @@ void for_each_value(const gw_tensor& t, F&& f) {
       for (uint64_t i = 0; i < t.count; ++i) {
         uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
-        f(i, half ? from_f16(h) : from_bf16(h));
+        f(i, half ? kernels::f16_to_f32(h) : kernels::bf16_to_f32(h));
       }
       break;
     }
@@ -64,17 +63,6 @@ void for_each_value(const gw_tensor& t, F&& f) {
 }  // namespace
 
 bool supported(gw_dtype d) { return d == GW_DTYPE_F32 || d == GW_DTYPE_F16 || d == GW_DTYPE_BF16; }
-
-// IEEE binary16 through the runtime's one conversion (collectives/reduce.cpp; no _Float16: clang 14 lacks it
-// on x86-64), round to nearest even like the codecs.
-float from_f16(uint16_t h) { return coll::half_to_float(h); }
-uint16_t to_f16(float f) { return coll::float_to_half(f); }
-float from_bf16(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
-uint16_t to_bf16(float f) {
-  const uint32_t u = std::bit_cast<uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);  // NaN stays a (quiet) NaN
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
 void read_f32(const gw_tensor& t, float* out) {
   if (t.dtype == GW_DTYPE_F32 && t.memory == GW_MEMORY_HOST) {
@@ -103,7 +91,7 @@ void write_f32(const float* in, const gw_tensor& t) {
   } else {
     const bool half = t.dtype == GW_DTYPE_F16;
     for (uint64_t i = 0; i < t.count; ++i) {
-      const uint16_t h = half ? to_f16(in[i]) : to_bf16(in[i]);
+      const uint16_t h = half ? kernels::f32_to_f16(in[i]) : kernels::f32_to_bf16(in[i]);
       std::memcpy(p + 2 * i, &h, 2);
     }
   }

@@ -22,10 +22,4 @@ void add_f32(const gw_tensor& t, float* out);
 // Writes in[0, t.count) into the tensor in its type (round to nearest even for f16 and bf16).
 void write_f32(const float* in, const gw_tensor& t);
 
-// Element conversions (exposed for tests).
-float from_f16(uint16_t h);
-uint16_t to_f16(float f);
-float from_bf16(uint16_t h);
-uint16_t to_bf16(float f);
-
 }  // namespace gw::staging

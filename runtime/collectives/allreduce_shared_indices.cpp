@@ -60,7 +60,7 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, const float* in, flo
     const Values v = parse(ops.codec().name(), p);
     for (uint64_t j = 0; j < v.k; ++j) {
       if (v.half) {
-        values.push_back(half_to_float(uint16_t(v.data[2 * j] | v.data[2 * j + 1] << 8)));
+        values.push_back(kernels::f16_to_f32(uint16_t(v.data[2 * j] | v.data[2 * j + 1] << 8)));
       } else {
         float f;
         bytes::get_f32s(v.data + 4 * j, &f, 1);

@@ -1,10 +1,12 @@
 // Elementwise reductions used by the collectives: small loops the compiler vectorizes. fp16 and bf16
-// are widened to fp32, combined, and rounded once (round to nearest even).
+// are widened to fp32, combined, and rounded once, through gradwire's one conversion
+// (gw_kernels/fp16.h, the codecs' too: round to nearest even, a NaN keeps its payload, quieted).
 #pragma once
 
 #include <gradwire/gradwire.h>
 
 #include <cstdint>
+#include <gw_kernels/fp16.h>
 
 namespace gw::coll {
 
@@ -13,10 +15,5 @@ namespace gw::coll {
 void reduce(void* dst, const void* a, const void* b, uint64_t count, gw_dtype dtype, gw_reduce_op op);
 // buf[i] /= n (integers: truncating division).
 void divide(void* buf, uint64_t count, gw_dtype dtype, uint32_t n);
-
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);
-float bf16_to_float(uint16_t h);
-uint16_t float_to_bf16(float f);
 
 }  // namespace gw::coll

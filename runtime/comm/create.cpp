@@ -127,6 +127,7 @@ std::unique_ptr<TransportP2P> connect_intra(const Runtime& runtime, TransportP2P
   init.rank = topology.local_index(inter.rank());
   init.world_size = uint32_t(group.size());
   init.local_rank = init.rank;
+  init.local_size = init.world_size;  // every rank of this transport is on this node
   const ComponentRef ref = runtime.registry().find(GW_COMPONENT_TRANSPORT, name);
   if (const uint32_t kinds = ref.vtable<gw_transport_vtable>()->memory_kinds; (kinds & (1u << GW_MEMORY_HOST)) == 0)
     fail(GW_ERR_CONFIG, "[transport] intra = \"" + name + "\" carries " + memory_kinds_text(kinds) +
@@ -162,6 +163,7 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   init.rank = launch.rank;
   init.world_size = launch.world_size;
   init.local_rank = launch.local_rank;
+  init.local_size = launch.local_size;
   init.timeout_s = settings.timeout_s;
   auto transport = std::make_unique<TransportP2P>(ref, runtime.config(), init);
   if ((transport->vtable().memory_kinds & (1u << GW_MEMORY_HOST)) == 0)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# check_abi.sh LIB ABI_DIR: compares LIB's ABI (abidw, public headers only) with ABI_DIR/libgradwire.abi.
+# check_abi.sh LIB ABI_DIR: compares LIB's ABI (abidw.sh: gw_* functions, their version nodes and the public
+# types they reach) with ABI_DIR/libgradwire.abi.
 # Any difference fails: an incompatible one always needs a new ABI major; a compatible addition means
 # the baseline must be updated on purpose with tests/abi/update-baseline.sh (see docs/abi.md).
 set -euo pipefail
@@ -8,9 +9,11 @@ abi_dir=$2
 baseline=$abi_dir/libgradwire.abi
 current=$(mktemp)
 trap 'rm -f "$current"' EXIT
-abidw --headers-dir "$abi_dir/include/gradwire" --drop-private-types --no-corpus-path "$lib" > "$current"
+"$(dirname "$0")/abidw.sh" "$lib" "$abi_dir/include/gradwire" > "$current" || { echo "FAIL: abidw.sh failed"; exit 1; }
 set +e
-report=$(abidiff --headers-dir2 "$abi_dir/include/gradwire" "$baseline" "$current")
+# Both descriptions hold public types only already (abidw.sh); no --headers-dir here: without source
+# locations abidiff would take every type for a private one and filter out its changes.
+report=$(abidiff "$baseline" "$current")
 status=$?
 set -e
 if [ $status -eq 0 ]; then

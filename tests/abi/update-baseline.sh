@@ -3,6 +3,5 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
-abidw --headers-dir "$root/abi/include/gradwire" --drop-private-types --no-corpus-path \
-  "$build/lib/libgradwire.so" > "$root/abi/libgradwire.abi"
+"$root/tests/abi/abidw.sh" "$build/lib/libgradwire.so" "$root/abi/include/gradwire" > "$root/abi/libgradwire.abi"
 echo "wrote $root/abi/libgradwire.abi; commit it with a note of what changed and why"

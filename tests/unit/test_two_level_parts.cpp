@@ -8,6 +8,8 @@
 #include <limits>
 #include <vector>
 
+#include <gw_kernels/fp16.h>
+
 #include "codec/staging.hpp"
 #include "collectives/two_level.hpp"
 #include "comm/topology.hpp"
@@ -57,28 +59,30 @@ TEST(Topology, CrossPhaseGathersWithTwoNodesOrWhenAsked) {
   EXPECT_FALSE(gw::coll::gathers_encoded(2, "scatter"));
 }
 
-TEST(Staging, SixteenBitValuesRoundTripExactlyAndRoundToNearestEven) {
-  using namespace gw::staging;
+TEST(Fp16Conversion, SixteenBitValuesRoundTripExactlyAndRoundToNearestEven) {
+  using namespace gw::kernels;
   for (uint32_t h = 0; h < 0x10000; ++h) {
-    const float b = from_bf16(uint16_t(h));
+    const float b = bf16_to_f32(uint16_t(h));
     if (!std::isnan(b)) {
-      EXPECT_EQ(to_bf16(b), h);
+      EXPECT_EQ(f32_to_bf16(b), h);
     } else {
-      EXPECT_TRUE(std::isnan(from_bf16(to_bf16(b))));
+      EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(b))));
     }
-    const float f = from_f16(uint16_t(h));
+    const float f = f16_to_f32(uint16_t(h));
     if (!std::isnan(f)) {
-      EXPECT_EQ(to_f16(f), h);
+      EXPECT_EQ(f32_to_f16(f), h);
     }
   }
   // 1 + 2^-8 is halfway between two bf16 values: ties go to the even one (1.0).
-  EXPECT_EQ(to_bf16(1.0f + 1.0f / 256), to_bf16(1.0f));
-  EXPECT_EQ(to_bf16(1.0f + 3.0f / 256), uint16_t(to_bf16(1.0f) + 2));
+  EXPECT_EQ(f32_to_bf16(1.0f + 1.0f / 256), f32_to_bf16(1.0f));
+  EXPECT_EQ(f32_to_bf16(1.0f + 3.0f / 256), uint16_t(f32_to_bf16(1.0f) + 2));
 }
 
 TEST(Staging, TensorsReadAddAndWriteThroughF32) {
   using namespace gw::staging;
-  std::vector<uint16_t> half = {to_bf16(1.5f), to_bf16(-2.0f), to_bf16(3.25f)};
+  using gw::kernels::bf16_to_f32;
+  using gw::kernels::f32_to_bf16;
+  std::vector<uint16_t> half = {f32_to_bf16(1.5f), f32_to_bf16(-2.0f), f32_to_bf16(3.25f)};
   gw_tensor t = GW_TENSOR_INIT;
   t.dtype = GW_DTYPE_BF16;
   t.data = half.data();
@@ -89,7 +93,7 @@ TEST(Staging, TensorsReadAddAndWriteThroughF32) {
   add_f32(t, f.data());
   EXPECT_EQ(f, (std::vector<float>{3.0f, -4.0f, 6.5f}));
   write_f32(f.data(), t);
-  EXPECT_EQ(from_bf16(half[2]), 6.5f);
+  EXPECT_EQ(bf16_to_f32(half[2]), 6.5f);
   t.dtype = GW_DTYPE_F64;
   EXPECT_THROW(read_f32(t, f.data()), gw::Error);
   EXPECT_FALSE(supported(GW_DTYPE_I32));

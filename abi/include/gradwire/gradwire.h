@@ -8,7 +8,20 @@
  *   - options structs start with struct_size; fill them with their *_INIT macro.
  *   - whoever creates an object destroys it, with the paired *_destroy call. Every returned pointer
  *     says how long it stays valid.
- *   - the "thread:" line of each function says who may call it.
+ *   - every function, and every callback of this header and the plugin headers, carries exactly one
+ *     thread tag, "thread: <tag>", from the list below (tests/abi/check_header_tags.py checks it):
+ *       thread: any        any thread, also concurrently with other calls on the same object.
+ *       thread: serialized any thread, one call at a time per object (codec, error feedback, transport,
+ *                          schedule instance): the caller serializes the calls on one object.
+ *       thread: comm       the communicator's thread (the one that created it), for the communicator
+ *                          and for everything over it (requests, synchronizer, parameter server, cache).
+ *       thread: exclusive  any thread, with no other call on the object in flight (destroy calls).
+ *       thread: init       plugins: while the runtime loads the plugin or creates the component's
+ *                          object, on that call's thread; never concurrently with another call on it.
+ *       thread: in-call    a callback: on the thread of the call it was handed to, during that call.
+ *     Details may follow the tag ("thread: any; runtimes are independent.").
+ *   - a function or struct member added after ABI 1.0 says so: "since 1.1". A "since" note on a struct
+ *     covers the members it had then; members appended later carry their own (docs/abi.md).
  */
 #ifndef GRADWIRE_GRADWIRE_H
 #define GRADWIRE_GRADWIRE_H
@@ -77,18 +90,18 @@ enum {
 GW_API gw_status gw_runtime_create(const gw_runtime_options* options, gw_runtime** runtime);
 /* Destroys the runtime. Objects created from it (codecs, communicators) may outlive it; the plugin
  * libraries they come from stay loaded until the last of them is destroyed.
- * thread: any, once no other call on this runtime is in flight. */
+ * thread: exclusive: no other call on this runtime in flight. */
 GW_API gw_status gw_runtime_destroy(gw_runtime* runtime);
 
-/* Writes the effective configuration as text into buf (capacity `capacity`, NUL included), sets
- * *length to the bytes needed without the NUL. With buf NULL only sets *length; with a capacity too
- * small returns GW_ERR_BUFFER_TOO_SMALL.
- * thread: any. */
 typedef enum gw_config_format {
   GW_CONFIG_FORMAT_TOML = 0,      /* every key with its value, defaults included, help as comments */
   GW_CONFIG_FORMAT_REFERENCE = 1, /* Markdown reference of every key of every loaded component */
   GW_CONFIG_FORMAT_FORCE_32BIT = 0x7fffffff
 } gw_config_format;
+/* Writes the effective configuration as text into buf (capacity `capacity`, NUL included), sets
+ * *length to the bytes needed without the NUL. With buf NULL only sets *length; with a capacity too
+ * small returns GW_ERR_BUFFER_TOO_SMALL.
+ * thread: any. */
 GW_API gw_status gw_runtime_config_dump(gw_runtime* runtime, gw_config_format format, char* buf,
                                         size_t capacity, size_t* length);
 
@@ -138,7 +151,7 @@ typedef struct gw_codec gw_codec;
 /* Creates the codec `name` with its [codec.<name>] configuration; NULL name: the [codec] name.
  * thread: any. */
 GW_API gw_status gw_codec_create(gw_runtime* runtime, const char* name, gw_codec** codec);
-/* thread: the owner; no call on the codec in flight. */
+/* thread: exclusive: no call on the codec in flight. */
 GW_API gw_status gw_codec_destroy(gw_codec* codec);
 /* The codec's name; valid while the codec lives. thread: any. */
 GW_API const char* gw_codec_name(const gw_codec* codec);
@@ -149,14 +162,14 @@ GW_API gw_status gw_codec_max_encoded_size(gw_codec* codec, gw_dtype dtype, uint
                                            uint64_t* bytes);
 /* Encodes `in` into `payload` (capacity bytes); *size is the payload's length. context may be NULL
  * (seed 0, step 0, rank 0, world size 1).
- * thread: one per codec at a time. */
+ * thread: serialized. */
 GW_API gw_status gw_codec_encode(gw_codec* codec, const gw_codec_context* context, const gw_tensor* in,
                                  void* payload, uint64_t capacity, uint64_t* size);
 /* Checks the payload's header against this codec and `out` (codec, dtype, count, lengths), then
  * decodes into `out`; flags: GW_DECODE_ACCUMULATE adds instead of overwriting. A malformed payload
  * is GW_ERR_CORRUPT, another codec's or dtype's GW_ERR_MISMATCH, another format version
  * GW_ERR_VERSION; `out` is then unchanged or partly written, never read out of bounds.
- * thread: one per codec at a time. */
+ * thread: serialized. */
 GW_API gw_status gw_codec_decode(gw_codec* codec, const gw_codec_context* context, const void* payload,
                                  uint64_t size, gw_tensor* out, uint32_t flags);
 
@@ -173,24 +186,24 @@ typedef struct gw_error_feedback gw_error_feedback;
 
 /* Creates error feedback around `codec`, which must outlive it. thread: any. */
 GW_API gw_status gw_error_feedback_create(gw_codec* codec, gw_error_feedback** ef);
-/* thread: the owner; no call on it in flight. */
+/* thread: exclusive: no call on it in flight. */
 GW_API gw_status gw_error_feedback_destroy(gw_error_feedback* ef);
 /* Encodes in + residual[buffer_id] into payload (as gw_codec_encode: header included, capacity from
  * gw_codec_max_encoded_size) and updates that residual; `in` is not modified. A buffer id keeps the
  * element count of its first call (another count is GW_ERR_MISMATCH). Host f32 tensors only.
- * thread: one per error feedback at a time. */
+ * thread: serialized. */
 GW_API gw_status gw_error_feedback_encode(gw_error_feedback* ef, uint64_t buffer_id, const gw_codec_context* context,
                                           const gw_tensor* in, void* payload, uint64_t capacity, uint64_t* size);
-/* Forgets every residual (e.g. after the model was reloaded). thread: one per error feedback at a time. */
+/* Forgets every residual (e.g. after the model was reloaded). thread: serialized. */
 GW_API gw_status gw_error_feedback_reset(gw_error_feedback* ef);
-/* Bytes gw_error_feedback_save needs now. thread: one per error feedback at a time. */
+/* Bytes gw_error_feedback_save needs now. thread: serialized. */
 GW_API gw_status gw_error_feedback_state_size(gw_error_feedback* ef, uint64_t* size);
 /* Writes the state (every buffer's residual) into buf; *size is the bytes written. A capacity below
- * gw_error_feedback_state_size is GW_ERR_BUFFER_TOO_SMALL. thread: one per error feedback at a time. */
+ * gw_error_feedback_state_size is GW_ERR_BUFFER_TOO_SMALL. thread: serialized. */
 GW_API gw_status gw_error_feedback_save(gw_error_feedback* ef, void* buf, uint64_t capacity, uint64_t* size);
 /* Replaces the state by a blob gw_error_feedback_save wrote. A damaged or truncated blob is
  * GW_ERR_CORRUPT, another blob version GW_ERR_VERSION, a blob of another codec GW_ERR_MISMATCH; the
- * state is then unchanged. thread: one per error feedback at a time. */
+ * state is then unchanged. thread: serialized. */
 GW_API gw_status gw_error_feedback_load(gw_error_feedback* ef, const void* buf, uint64_t size);
 
 /* ------------------------------------------------------------------------------------------------
@@ -210,7 +223,7 @@ typedef struct gw_request gw_request;
 /* An application's own rendezvous (MPI_Allgather, a key-value store, ...): gathers `bytes` bytes from
  * every rank into `out` (world_size * bytes, in rank order). Returns GW_OK or an error status, which
  * gw_comm_create then returns. It must bound its own waits: a rank that never calls it would otherwise
- * hang the others. thread: called on the thread inside gw_comm_create, twice (docs/bootstrap.md). */
+ * hang the others. thread: in-call: inside gw_comm_create, twice (docs/bootstrap.md). */
 typedef gw_status (*gw_allgather_fn)(void* user, const void* in, uint64_t bytes, void* out);
 
 typedef struct gw_comm_options {
@@ -232,10 +245,10 @@ typedef struct gw_comm_options {
  * transport address, plugin names and versions and configuration hash; any difference is
  * GW_ERR_MISMATCH on every rank, saying what differs. A rank that does not arrive within the timeout is
  * GW_ERR_TIMEOUT naming it. Collective over all ranks.
- * thread: any; the communicator then belongs to that thread (except gw_comm_abort). */
+ * thread: any; the calling thread becomes the communicator's thread. */
 GW_API gw_status gw_comm_create(gw_runtime* runtime, const gw_comm_options* options, gw_comm** comm);
 /* Destroys the communicator; GW_ERR_STATE while requests created from it are not freed.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_comm_destroy(gw_comm* comm);
 /* This process's rank and the number of ranks; 0 for a NULL communicator. thread: any. */
 GW_API uint32_t gw_comm_rank(const gw_comm* comm);
@@ -245,49 +258,49 @@ GW_API uint32_t gw_comm_size(const gw_comm* comm);
 GW_API gw_status gw_comm_abort(gw_comm* comm);
 
 /* GW_OK when the request completed, GW_IN_PROGRESS while it runs, or its error (gw_last_error says
- * what happened). Drives the communicator's progress. thread: the communicator's. */
+ * what happened). Drives the communicator's progress. thread: comm. */
 GW_API gw_status gw_request_test(gw_request* request);
 /* Waits until the request completes or timeout_s passes (< 0: no limit of its own; the communicator's
  * timeout still ends a stuck collective). GW_ERR_TIMEOUT when timeout_s passed first: the request is
- * still alive. thread: the communicator's. */
+ * still alive. thread: comm. */
 GW_API gw_status gw_request_wait(gw_request* request, double timeout_s);
 /* Frees the request. Freeing a collective before it completed fails the communicator on every rank.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_request_free(gw_request* request);
 
 /* Allreduce: out = in reduced over all ranks (sum, avg, min, max; f32, f64, f16, bf16, i32, i64;
  * f16/bf16 combine in fp32; avg of integers truncates). in == out (same data pointer) is in place.
- * Every rank ends with the same bits. thread: the communicator's. */
+ * Every rank ends with the same bits. thread: comm. */
 GW_API gw_status gw_allreduce_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                                     gw_request** request);
 GW_API gw_status gw_allreduce(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
 /* Reduce-scatter: in holds world_size * out->count elements; rank r's out is the reduction of block r.
  * In place: in->data == out->data, the result lands at the start of the buffer.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_reduce_scatter_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                                          gw_request** request);
 GW_API gw_status gw_reduce_scatter(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
 /* Allgather: out (world_size * in->count elements) receives every rank's in, in rank order. In place:
  * in->data == out->data with this rank's part already at out + rank * in->count.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_allgather_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, gw_request** request);
 GW_API gw_status gw_allgather(gw_comm* comm, const gw_tensor* in, gw_tensor* out);
 /* Allgatherv: rank r contributes counts[r] elements (in->count == counts[rank]); out holds them all,
  * packed in rank order. `counts` (world_size entries) is copied. In place as for gw_allgather, at the
- * sum of the counts before this rank. thread: the communicator's. */
+ * sum of the counts before this rank. thread: comm. */
 GW_API gw_status gw_allgatherv_start(gw_comm* comm, const gw_tensor* in, gw_tensor* out, const uint64_t* counts,
                                      gw_request** request);
 GW_API gw_status gw_allgatherv(gw_comm* comm, const gw_tensor* in, gw_tensor* out, const uint64_t* counts);
-/* Broadcast: root's buf is copied into every rank's buf. thread: the communicator's. */
+/* Broadcast: root's buf is copied into every rank's buf. thread: comm. */
 GW_API gw_status gw_broadcast_start(gw_comm* comm, gw_tensor* buf, uint32_t root, gw_request** request);
 GW_API gw_status gw_broadcast(gw_comm* comm, gw_tensor* buf, uint32_t root);
-/* Barrier: completes once every rank has started it. thread: the communicator's. */
+/* Barrier: completes once every rank has started it. thread: comm. */
 GW_API gw_status gw_barrier_start(gw_comm* comm, gw_request** request);
 GW_API gw_status gw_barrier(gw_comm* comm);
 
 /* Point-to-point: send buf to rank `peer` / receive from `peer` a message with the same tag and the
  * same size in bytes (another size is GW_ERR_MISMATCH). Messages between two ranks with one tag arrive
- * in order. thread: the communicator's. */
+ * in order. thread: comm. */
 GW_API gw_status gw_send_start(gw_comm* comm, const gw_tensor* buf, uint32_t peer, uint32_t tag,
                                gw_request** request);
 GW_API gw_status gw_send(gw_comm* comm, const gw_tensor* buf, uint32_t peer, uint32_t tag);
@@ -305,20 +318,20 @@ GW_API gw_status gw_recv(gw_comm* comm, gw_tensor* buf, uint32_t peer, uint32_t 
  * step, which every rank must pass alike; rank, world size and workspace come from the communicator.
  * Every rank passes a codec of the same name and configuration (another codec is GW_ERR_MISMATCH). The
  * codec and both buffers belong to the request until it completes.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
                                                const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                                                gw_request** request);
 GW_API gw_status gw_allreduce_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
                                          const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
-/* The compressed allreduce with error feedback inside the collective (as gw_sync applies it): every
+/* Since 1.2. The compressed allreduce with error feedback inside the collective (as gw_sync applies it): every
  * encoding this rank makes adds the residual `ef` keeps for those elements and keeps what the encoding
  * dropped for the next call — the values it sends to other ranks and, for scatter-reduce-allgather
  * (int8, onebit), the sum it encodes once as the owner of a block, which error feedback applied before
  * the call cannot compensate. The codec is the one `ef` was created around. Use one `ef` per tensor,
  * with the same count and communicator size every call (its residuals are keyed by element offset),
  * and not also with gw_error_feedback_encode. `ef` belongs to the request until it completes; its
- * state saves and loads as usual. Otherwise as gw_allreduce_compressed. thread: the communicator's. */
+ * state saves and loads as usual. Otherwise as gw_allreduce_compressed. thread: comm. */
 GW_API gw_status gw_allreduce_compressed_ef_start(gw_comm* comm, gw_error_feedback* ef,
                                                   const gw_codec_context* context, const gw_tensor* in,
                                                   gw_tensor* out, gw_reduce_op op, gw_request** request);
@@ -359,21 +372,21 @@ enum {
 };
 
 /* Creates a synchronizer over `comm` with the runtime's configuration. The runtime must outlive it.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_sync_create(gw_comm* comm, const gw_sync_options* options, gw_sync** sync);
-/* Waits for exchanges in flight, then destroys the synchronizer. thread: the communicator's. */
+/* Waits for exchanges in flight, then destroys the synchronizer. thread: comm. */
 GW_API gw_status gw_sync_destroy(gw_sync* sync);
 
 /* Registers a tensor, once, before gw_sync_finalize: its unique name (matched by [[rules]]), its
  * gradient and, for schedules that average parameters (local_sgd), its parameter of the same count
  * (NULL otherwise). f32 host tensors; the memory must stay valid while the synchronizer lives.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_sync_register(gw_sync* sync, const char* name, const gw_tensor* gradient,
                                   const gw_tensor* parameter);
 /* Fuses the registered tensors into buckets (registration order; tensors of different codecs never
  * share one) and checks that every rank registered the same names, counts and dtypes in the same order:
  * GW_ERR_MISMATCH naming the first difference otherwise, on every rank. Collective.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_sync_finalize(gw_sync* sync);
 
 typedef struct gw_sync_bucket_info {
@@ -387,7 +400,7 @@ typedef struct gw_sync_bucket_info {
 #define GW_SYNC_BUCKET_INFO_INIT {(uint32_t)sizeof(gw_sync_bucket_info), NULL, 0u, 0u, 0u}
 
 /* After gw_sync_finalize: the number of buckets, what a bucket holds, and which bucket holds a tensor.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_sync_bucket_count(gw_sync* sync, uint32_t* count);
 GW_API gw_status gw_sync_get_bucket_info(gw_sync* sync, uint32_t bucket, gw_sync_bucket_info* info);
 GW_API gw_status gw_sync_tensor_bucket(gw_sync* sync, const char* name, uint32_t* bucket);
@@ -395,28 +408,28 @@ GW_API gw_status gw_sync_tensor_bucket(gw_sync* sync, const char* name, uint32_t
 /* Optional, during a step: the gradients of `bucket` are final, so its exchange may start now and
  * overlap the rest of the backward pass. Nonblocking; buckets complete in any order. Every rank must
  * make the same calls in a step it later skips (the same trainer code does).
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_sync_bucket_ready(gw_sync* sync, uint32_t bucket);
 /* Ends a step: runs the schedule (starting every exchange not started yet) and returns once the
  * gradients (and parameters) are final. *flags (may be NULL) holds GW_SYNC_* bits: apply the optimizer
  * only with GW_SYNC_APPLY (not on a micro-step that only accumulated). Collective.
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_sync_step(gw_sync* sync, uint32_t* flags);
 /* Instead of gw_sync_step: this step is skipped (e.g. an fp16 loss-scale overflow) and nothing counts
  * it. Exchanges gw_sync_bucket_ready started are completed and discarded, and their error-feedback
- * residuals rolled back. Every rank skips the same steps. thread: the communicator's. */
+ * residuals rolled back. Every rank skips the same steps. thread: comm. */
 GW_API gw_status gw_sync_skip_step(gw_sync* sync);
 
 /* Checkpoint: one versioned blob with the schedule's counters, every bucket's error-feedback residuals,
  * accumulator, velocity ([codec] momentum) and parameter anchor (keyed by its tensors' names and counts) and the results of background exchanges in
  * flight (this call waits for them). With buf NULL only sets *size; a capacity below the size is
- * GW_ERR_BUFFER_TOO_SMALL. thread: the communicator's. */
+ * GW_ERR_BUFFER_TOO_SMALL. thread: comm. */
 GW_API gw_status gw_sync_save_state(gw_sync* sync, void* buf, uint64_t capacity, uint64_t* size);
 /* Restores a blob gw_sync_save_state wrote, after gw_sync_finalize, so the run continues exactly. A
  * damaged blob is GW_ERR_CORRUPT, another version GW_ERR_VERSION, another schedule, codec or tensor
  * layout GW_ERR_MISMATCH naming the difference; the state is then unchanged. A bucket whose codec is
  * auto takes the checkpoint's codec instead, when [codec] allow lists it (or it is none).
- * thread: the communicator's. */
+ * thread: comm. */
 GW_API gw_status gw_sync_load_state(gw_sync* sync, const void* buf, uint64_t size);
 
 typedef struct gw_sync_stats {
@@ -430,15 +443,15 @@ typedef struct gw_sync_stats {
   double decode_seconds;
   uint64_t steps;            /* steps counted (skipped ones excluded) */
   uint64_t syncs;            /* exchanges of this bucket (all buckets: summed) */
-  const char* codec;         /* the bucket's codec (with [codec] name = "auto": the one chosen); all
+  const char* codec;         /* since 1.1. The bucket's codec (with [codec] name = "auto": the one chosen); all
                                 buckets: their codec when they share one, else "mixed". Valid while
                                 the synchronizer lives */
-  const char* codec_reason;  /* auto: why that codec (the cost model's prediction), else "" */
+  const char* codec_reason;  /* since 1.1. auto: why that codec (the cost model's prediction), else "" */
 } gw_sync_stats;
 
 #define GW_SYNC_STATS_INIT {(uint32_t)sizeof(gw_sync_stats), 0u, 0u, 1.0, 0.0, 0.0, 0.0, 0u, 0u, NULL, NULL}
 
-/* Accounting of one bucket, or of all with GW_SYNC_ALL_BUCKETS. thread: the communicator's. */
+/* Accounting of one bucket, or of all with GW_SYNC_ALL_BUCKETS. thread: comm. */
 GW_API gw_status gw_sync_get_stats(gw_sync* sync, uint32_t bucket, gw_sync_stats* stats);
 
 /* ------------------------------------------------------------------------------------------------
@@ -452,6 +465,7 @@ GW_API gw_status gw_sync_get_stats(gw_sync* sync, uint32_t bucket, gw_sync_stats
  * push computed on parameters more than `staleness` versions of its shard old is dropped (its worker
  * just pulls). A worker that dies is left out; a server
  * that dies is an error naming it on every worker, which tells the other servers. docs/ps.md.
+ * Since 1.1: every function, struct and enum of this section.
  * ---------------------------------------------------------------------------------------------- */
 
 typedef struct gw_ps gw_ps;
@@ -462,6 +476,7 @@ typedef enum gw_ps_mode {
   GW_PS_MODE_FORCE_32BIT = 0x7fffffff
 } gw_ps_mode;
 
+/* What gw_ps_create needs besides the communicator. Since 1.1. */
 typedef struct gw_ps_options {
   uint32_t struct_size;
   gw_runtime* runtime; /* required: [codec] name, error_feedback, seed */
@@ -476,19 +491,21 @@ typedef struct gw_ps_options {
 
 /* Collective over all ranks of `comm`. `parameters` (f32, host, the whole model, the same size on every
  * rank) stays the caller's: the servers start their shards from it, the workers' pulls write into it.
- * The communicator is the parameter server's until gw_ps_destroy. */
+ * The communicator is the parameter server's until gw_ps_destroy. Since 1.1. thread: comm. */
 GW_API gw_status gw_ps_create(gw_comm* comm, const gw_ps_options* options, gw_tensor* parameters, gw_ps** ps);
-/* *is_server: 1 on the server ranks; *worker / *workers: this worker's index and how many there are. */
+/* *is_server: 1 on the server ranks; *worker / *workers: this worker's index and how many there are.
+ * Since 1.1. thread: comm. */
 GW_API gw_status gw_ps_role(gw_ps* ps, int* is_server, uint32_t* worker, uint32_t* workers);
 /* Worker: pushes `gradient` (f32, the parameters' size) with learning rate `lr` and pulls the parameters
  * into the tensor given at creation (asynchronous mode: the look-ahead point, above). Synchronous mode
- * returns once every live worker pushed. */
+ * returns once every live worker pushed. Since 1.1. thread: comm. */
 GW_API gw_status gw_ps_push_pull(gw_ps* ps, const gw_tensor* gradient, float lr);
 /* Server: serves until every worker finished (gw_ps_destroy) or died. On GW_OK the server's shard of
  * the `parameters` tensor given at creation holds the shard's final values (the trained model, once
- * every worker finished). */
+ * every worker finished). Since 1.1. thread: comm. */
 GW_API gw_status gw_ps_serve(gw_ps* ps);
 
+/* What gw_ps_get_stats reports. Since 1.1. */
 typedef struct gw_ps_stats {
   uint32_t struct_size;
   uint64_t pushes;        /* server: pushes applied; worker: pushes made */
@@ -501,8 +518,9 @@ typedef struct gw_ps_stats {
 
 #define GW_PS_STATS_INIT {(uint32_t)sizeof(gw_ps_stats), 0u, 0u, 0u, 0u, 0u, 0u}
 
+/* This rank's counters. Since 1.1. thread: comm. */
 GW_API gw_status gw_ps_get_stats(gw_ps* ps, gw_ps_stats* stats);
-/* Worker: tells the servers it finished. Server: frees. */
+/* Worker: tells the servers it finished. Server: frees. Since 1.1. thread: comm. */
 GW_API gw_status gw_ps_destroy(gw_ps* ps);
 
 /* ------------------------------------------------------------------------------------------------
@@ -511,12 +529,14 @@ GW_API gw_status gw_ps_destroy(gw_ps* ps);
  * any rank over the communicator, so every epoch can shuffle globally without reading storage again.
  * With GW_CACHE_NODE_SHARED the ranks of a node keep their shards in one POSIX shared-memory segment:
  * a sample held on the same node is a memcpy, never a message. docs/cache.md.
+ * Since 1.1: every function, struct and callback of this section.
  * ---------------------------------------------------------------------------------------------- */
 
 typedef struct gw_cache gw_cache;
 
 /* Reads samples [first, first + count) from storage into out (count * sample_bytes bytes). Anything but
- * GW_OK fails gw_cache_create on every rank, naming this rank and the samples. thread: the caller's. */
+ * GW_OK fails gw_cache_create on every rank, naming this rank and the samples. Since 1.1.
+ * thread: in-call: inside gw_cache_create. */
 typedef gw_status (*gw_cache_load_fn)(void* user, uint64_t first, uint64_t count, void* out);
 
 /* gw_cache_options.flags */
@@ -524,6 +544,7 @@ enum {
   GW_CACHE_NODE_SHARED = 1u << 0 /* the ranks of a node share one copy of their shards (shm_open) */
 };
 
+/* What gw_cache_create needs besides the communicator. Since 1.1. */
 typedef struct gw_cache_options {
   uint32_t struct_size;
   uint64_t num_samples;   /* samples in the data set, the same on every rank; at least 1 */
@@ -541,17 +562,19 @@ typedef struct gw_cache_options {
  * flags and checksum (GW_ERR_MISMATCH naming the ranks that differ), loads this rank's shard, and checks
  * that neighbouring ranks read the same bytes from storage (each rank also reads the first sample of
  * the next rank's shard; a difference is GW_ERR_MISMATCH naming both ranks). The communicator is the
- * cache's between its calls, like any collective's. thread: the communicator's. */
+ * cache's between its calls, like any collective's. Since 1.1. thread: comm. */
 GW_API gw_status gw_cache_create(gw_comm* comm, const gw_cache_options* options, gw_cache** cache);
-/* This rank's shard: samples [*first, *first + *count). Either pointer may be NULL. thread: any. */
+/* This rank's shard: samples [*first, *first + *count). Either pointer may be NULL. Since 1.1.
+ * thread: any. */
 GW_API gw_status gw_cache_shard(gw_cache* cache, uint64_t* first, uint64_t* count);
 /* Collective: every rank calls it once per batch with its own list (n may differ between ranks, and be
  * 0). out receives n * sample_bytes bytes: sample indices[i] at i * sample_bytes. An index outside
  * [0, num_samples) on any rank is GW_ERR_INVALID_ARGUMENT on every rank, naming the rank, the index
  * and the range, before any sample moves. A rank that died is GW_ERR_TRANSPORT naming it.
- * thread: the communicator's. */
+ * Since 1.1. thread: comm. */
 GW_API gw_status gw_cache_get(gw_cache* cache, const uint64_t* indices, uint64_t n, void* out);
 
+/* What gw_cache_get_stats reports. Since 1.1. */
 typedef struct gw_cache_stats {
   uint32_t struct_size;
   uint64_t bytes_private;  /* sample bytes held in this rank's own memory (0 with GW_CACHE_NODE_SHARED) */
@@ -569,8 +592,10 @@ typedef struct gw_cache_stats {
 
 #define GW_CACHE_STATS_INIT {(uint32_t)sizeof(gw_cache_stats), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u}
 
+/* This rank's counters. Since 1.1. thread: comm. */
 GW_API gw_status gw_cache_get_stats(gw_cache* cache, gw_cache_stats* stats);
-/* Frees the cache (and this rank's mapping of the node's segment). Not collective. */
+/* Frees the cache (and this rank's mapping of the node's segment). Not collective. Since 1.1.
+ * thread: comm. */
 GW_API gw_status gw_cache_destroy(gw_cache* cache);
 
 GW_EXTERN_C_END

@@ -23,7 +23,7 @@ typedef struct gw_codec_vtable {
   /* Creates a codec instance from its validated configuration.
    * thread: any; instances are independent. */
   gw_status (*create)(void* plugin_state, const gw_host* host, const gw_config* config, void** codec);
-  /* thread: the one that owns the codec; no call may be in flight. */
+  /* thread: exclusive: no call on the codec in flight. */
   void (*destroy)(void* codec);
 
   /* thread: any. */
@@ -36,17 +36,17 @@ typedef struct gw_codec_vtable {
 
   /* Encodes `in` into `body` (capacity `body_capacity`), sets *body_size. For CUDA tensors the work is
    * ordered on in->stream and *body_size is valid once the call returns.
-   * thread: one per codec instance at a time. */
+   * thread: serialized. */
   gw_status (*encode)(void* codec, const gw_codec_context* ctx, const gw_tensor* in, void* body,
                       uint64_t body_capacity, uint64_t* body_size);
 
   /* Decodes `body` into `out` (count and dtype given by out). Must check every length and index
    * against body_size and out->count and return GW_ERR_CORRUPT for anything malformed.
-   * thread: one per codec instance at a time. */
+   * thread: serialized. */
   gw_status (*decode)(void* codec, const gw_codec_context* ctx, const void* body, uint64_t body_size,
                       gw_tensor* out, uint32_t flags);
 
-  /* Reserved; this version of the host never calls it. Set NULL. */
+  /* Reserved; this version of the host never calls it. Set NULL. thread: any. */
   const void* (*get_extension)(void* codec, const char* id);
 } gw_codec_vtable;
 

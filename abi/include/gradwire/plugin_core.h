@@ -2,6 +2,9 @@
  * gradwire/plugin_core.h — what every plugin kind shares: configuration keys, the host's services
  * (gw_host), the component list, the descriptor and the entry symbol, the ABI check. Included by each
  * kind's header (plugin_codec.h, plugin_transport.h, plugin_schedule.h) and by plugin.h.
+ *
+ * Every callback carries one thread tag: "thread: any", "serialized", "exclusive", "init" or "in-call",
+ * defined at the top of gradwire.h.
  */
 #ifndef GRADWIRE_PLUGIN_CORE_H
 #define GRADWIRE_PLUGIN_CORE_H
@@ -62,7 +65,7 @@ typedef struct gw_host {
   /* Typed getters for a component's configuration. Return GW_ERR_NOT_FOUND for an undeclared key and
    * GW_ERR_INVALID_ARGUMENT for a key of another type. A returned string stays valid as long as the
    * gw_config it came from.
-   * thread: any, during the call that received the gw_config. */
+   * thread: any; during the call that received the gw_config. */
   gw_status (*config_get_bool)(const gw_config* config, const char* key, int32_t* out);
   gw_status (*config_get_int)(const gw_config* config, const char* key, int64_t* out);
   gw_status (*config_get_float)(const gw_config* config, const char* key, double* out);
@@ -106,15 +109,15 @@ typedef struct gw_plugin_descriptor {
 
   /* Optional. Called once after loading, before any component is created; *plugin_state is passed to
    * every create. Returns an error (with set_error) to refuse this host.
-   * thread: init only. */
+   * thread: init. */
   gw_status (*init)(const gw_host* host, void** plugin_state);
-  /* Optional. Called once after the last component object is destroyed. thread: init only. */
+  /* Optional. Called once after the last component object is destroyed. thread: exclusive. */
   void (*fini)(void* plugin_state);
 
   const gw_component* components;
   uint32_t num_components;
 
-  /* Reserved; this version of the host never calls it. Set NULL. */
+  /* Reserved; this version of the host never calls it. Set NULL. thread: any. */
   const void* (*get_extension)(void* plugin_state, const char* id);
 } gw_plugin_descriptor;
 
@@ -122,15 +125,15 @@ typedef struct gw_plugin_descriptor {
   {(uint32_t)sizeof(gw_plugin_descriptor), GW_ABI_VERSION_MAJOR, GW_ABI_VERSION_MINOR, NULL, NULL, \
    NULL, NULL, NULL, NULL, 0u, NULL}
 
+#define GW_PLUGIN_ENTRY_NAME "gw_plugin_entry"
 /* The one symbol a plugin exports. The host passes its ABI version; the plugin returns its constant
  * descriptor, or NULL to refuse the host. Valid while the library is loaded.
- * thread: init only. */
-#define GW_PLUGIN_ENTRY_NAME "gw_plugin_entry"
+ * thread: init. */
 typedef const gw_plugin_descriptor* (*gw_plugin_entry_fn)(uint32_t host_abi_major, uint32_t host_abi_minor);
 
 /* The check every gw_plugin_entry makes: nonzero when a host of ABI (host_abi_major, host_abi_minor)
  * can load a plugin built against these headers (same major; a plugin that uses members added in a later
- * minor checks their struct_size). */
+ * minor checks their struct_size). thread: any. */
 static inline int gw_plugin_abi_compatible(uint32_t host_abi_major, uint32_t host_abi_minor) {
   (void)host_abi_minor;
   return host_abi_major == GW_ABI_VERSION_MAJOR;

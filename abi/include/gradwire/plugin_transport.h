@@ -21,7 +21,8 @@ typedef struct gw_transport_init {
   uint32_t rank;
   uint32_t world_size;
   uint32_t local_rank; /* this rank's index among the ranks of its host, from the launcher (0 when unknown) */
-  uint32_t local_size; /* 1 in this version: the ranks per host are known only after the address exchange */
+  uint32_t local_size; /* the ranks on this rank's host, from the launcher (1 when it does not say); for
+                          [transport] intra, created after the address exchange, the ranks of the node */
   double timeout_s; /* how long a peer may stay silent before its requests fail */
 } gw_transport_init;
 
@@ -31,39 +32,39 @@ typedef struct gw_transport_vtable {
   uint32_t struct_size;
   uint32_t memory_kinds; /* bit (1u << gw_memory_kind) for every kind send/recv accept */
 
-  /* thread: init only. */
+  /* thread: init. */
   gw_status (*create)(void* plugin_state, const gw_host* host, const gw_config* config,
                       const gw_transport_init* init, void** transport);
-  /* Closes every endpoint and frees the transport. thread: the owner; no request may be alive. */
+  /* Closes every endpoint and frees the transport. thread: exclusive; no request may be alive. */
   void (*destroy)(void* transport);
 
   /* This rank's address blob for the bootstrap to gather. Valid until destroy.
-   * thread: init only. */
+   * thread: init. */
   gw_status (*local_address)(void* transport, const void** blob, uint64_t* size);
   /* Connects to every peer from their gathered blobs (index = rank). May return GW_IN_PROGRESS;
    * the host then calls progress and connect again.
-   * thread: init only. */
+   * thread: init. */
   gw_status (*connect)(void* transport, const void* const* blobs, const uint64_t* sizes);
 
   /* Starts sending `buf` to `peer` with `tag` / receiving from `peer` a message with `tag` into
    * `buf`. The buffer belongs to the transport until the request completes.
-   * thread: one per transport at a time. */
+   * thread: serialized. */
   gw_status (*send_start)(void* transport, uint32_t peer, uint64_t tag, const gw_tensor* buf,
                           gw_transport_request** request);
   gw_status (*recv_start)(void* transport, uint32_t peer, uint64_t tag, gw_tensor* buf,
                           gw_transport_request** request);
   /* GW_OK when done (for a receive, *bytes is what arrived), GW_IN_PROGRESS, or the error.
-   * thread: one per transport at a time. */
+   * thread: serialized. */
   gw_status (*test)(void* transport, gw_transport_request* request, uint64_t* bytes);
-  /* Frees a request, cancelling it if it has not completed. thread: one per transport at a time. */
+  /* Frees a request, cancelling it if it has not completed. thread: serialized. */
   void (*request_free)(void* transport, gw_transport_request* request);
-  /* Advances communication. thread: one per transport at a time. */
+  /* Advances communication. thread: serialized. */
   gw_status (*progress)(void* transport);
   /* Makes every pending and future request fail with GW_ERR_ABORTED. thread: any. */
   gw_status (*abort)(void* transport);
 
   /* Optional native collectives (NULL when absent); same ownership and test/request_free rules.
-   * The host uses them only when no codec is in the way. thread: one per transport at a time. */
+   * The host uses them only when no codec is in the way. thread: serialized. */
   gw_status (*allreduce_start)(void* transport, const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                                gw_transport_request** request);
   gw_status (*allgather_start)(void* transport, const gw_tensor* in, gw_tensor* out,
@@ -73,7 +74,7 @@ typedef struct gw_transport_vtable {
   gw_status (*reduce_scatter_start)(void* transport, const gw_tensor* in, gw_tensor* out,
                                     gw_reduce_op op, gw_transport_request** request);
 
-  /* Reserved; this version of the host never calls it. Set NULL. */
+  /* Reserved; this version of the host never calls it. Set NULL. thread: any. */
   const void* (*get_extension)(void* transport, const char* id);
 } gw_transport_vtable;
 

@@ -6,7 +6,8 @@
  *   - every options / descriptor struct starts with `uint32_t struct_size`, set by its *_INIT macro;
  *     structs only grow at the end, and a field past `struct_size` counts as absent;
  *   - enums are 32-bit (each has a *_FORCE_32BIT member) so they may sit in structs;
- *   - every function says which thread may call it in a "thread:" line.
+ *   - every function and callback says which thread may call it with a thread tag (the list is at
+ *     the top of gradwire.h).
  */
 #ifndef GRADWIRE_TYPES_H
 #define GRADWIRE_TYPES_H
@@ -109,7 +110,7 @@ typedef enum gw_log_level {
 } gw_log_level;
 
 /* Receives log lines. `component` and `message` are valid only during the call.
- * thread: called from any thread that logs; must be thread-safe. */
+ * thread: any: called from any thread that logs, so it must be thread-safe. */
 typedef void (*gw_log_fn)(void* user, gw_log_level level, const char* component, const char* message);
 
 /* A buffer: pointer, element count, element type, memory kind and, for CUDA memory, the device and

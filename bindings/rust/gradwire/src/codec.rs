@@ -64,8 +64,8 @@ pub struct Codec {
     pub(crate) raw: *mut sys::gw_codec,
 }
 
-// SAFETY: gradwire.h: properties/name/max_encoded_size are "thread: any"; encode/decode "one per codec
-// at a time" (guaranteed by &mut self); destroy by the owner (Drop).
+// SAFETY: gradwire.h: properties/name/max_encoded_size are "thread: any"; encode/decode
+// "thread: serialized" (guaranteed by &mut self); destroy "thread: exclusive" (Drop).
 unsafe impl Send for Codec {}
 unsafe impl Sync for Codec {}
 

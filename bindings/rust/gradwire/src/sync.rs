@@ -66,7 +66,7 @@ pub struct Sync<'a> {
     _runtime: PhantomData<&'a Runtime>,
 }
 
-// SAFETY: every gw_sync call is "thread: the communicator's", serialized by &mut self; the synchronizer's
+// SAFETY: every gw_sync call is "thread: comm", serialized by &mut self; the synchronizer's
 // own progress thread shares a lock with those calls inside gradwire.
 unsafe impl Send for Sync<'_> {}
 

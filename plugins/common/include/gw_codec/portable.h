@@ -7,10 +7,9 @@
  *   uint32_t gwc::f32_bits(float)              float  gwc::f32_from_bits(uint32_t)
  *   uint16_t gwc::f32_to_f16(float)            float  gwc::f16_to_f32(uint16_t)
  *   uint16_t gwc::f32_to_bf16(float)           float  gwc::bf16_to_f32(uint16_t)
- *       f32 -> f16/bf16 round to nearest, ties to even (IEEE 754 default). Overflow gives +-inf
- *       (fp16: |x| >= 65520). NaN stays NaN with the quiet bit set and the top mantissa bits kept,
- *       which is also what x86 F16C (vcvtps2ph) does, so the vector path may use it.
- *       f16/bf16 -> f32 is exact (a NaN comes back quieted, as vcvtph2ps does).
+ *       gradwire's one conversion (gw_kernels/fp16.h, also the runtime's): round to nearest even,
+ *       overflow to +-inf (fp16: |x| >= 65520); a NaN keeps its sign and payload, quieted (F16C's
+ *       rule, so the vector path may use it). f16/bf16 -> f32 is exact.
  *   float gwc::mul_rn(float, float), gwc::add_rn(float, float)
  *       a product / sum rounded once, never contracted into an FMA (nvcc fuses a*b+c by default).
  *   uint32_t gwc::load_le32(const void*), uint16_t gwc::load_le16, uint64_t gwc::load_le64,
@@ -24,6 +23,7 @@
 #ifndef GW_CODEC_PORTABLE_H
 #define GW_CODEC_PORTABLE_H
 
+#include <gw_kernels/fp16.h> /* runtime/kernels/include: the conversions, shared with the runtime */
 #include <stdint.h>
 
 #include <cstring>
@@ -40,88 +40,17 @@
 
 namespace gwc {
 
-GW_HD uint32_t f32_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-#endif
-}
-
-GW_HD float f32_from_bits(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-#endif
-}
-
-GW_HD float mul_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;  // C++ host code is built with -ffp-contract=off semantics (ISO C++ mode)
-#endif
-}
-
-GW_HD float add_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
+// The conversions are gradwire's one fp16/bf16 implementation, shared with the runtime's reductions.
+using gw::kernels::add_rn;
+using gw::kernels::bf16_to_f32;
+using gw::kernels::f16_to_f32;
+using gw::kernels::f32_bits;
+using gw::kernels::f32_from_bits;
+using gw::kernels::f32_to_bf16;
+using gw::kernels::f32_to_f16;
+using gw::kernels::mul_rn;
 
 constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
-
-/* f32 -> f16, round to nearest even. Normal results round the rebiased bits (the carry into the
- * exponent is the correct result, up to infinity); subnormal results let the FPU round by adding
- * 0.5f, whose ulp is 2^-24, the fp16 subnormal step. */
-GW_HD uint16_t f32_to_f16(float f) {
-  const uint32_t u = f32_bits(f);
-  const uint32_t sign = (u >> 16) & 0x8000u;
-  const uint32_t a = u & 0x7fffffffu;
-  uint32_t h;
-  if (a >= 0x7f800000u) {
-    h = a > 0x7f800000u ? (0x7e00u | ((a >> 13) & 0x3ffu)) : 0x7c00u;
-  } else if (a >= 0x477ff000u) {  // >= 65520: rounds to infinity
-    h = 0x7c00u;
-  } else if (a < 0x38800000u) {  // below 2^-14: subnormal or zero
-    h = f32_bits(add_rn(f32_from_bits(a), 0.5f)) - 0x3f000000u;
-  } else {
-    const uint32_t r = a - 0x38000000u;  // exponent bias 127 -> 15
-    h = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
-  }
-  return (uint16_t)(sign | h);
-}
-
-GW_HD float f16_to_f32(uint16_t h) {
-  const uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
-  const uint32_t e = ((uint32_t)h >> 10) & 0x1fu;
-  const uint32_t m = (uint32_t)h & 0x3ffu;
-  uint32_t u;
-  if (e == 0x1fu) {
-    u = m ? (0x7fc00000u | (m << 13)) : 0x7f800000u;
-  } else if (e == 0) {
-    // m * 2^-24, exact in fp32.
-    return f32_from_bits(sign | f32_bits(mul_rn((float)m, 5.9604644775390625e-8f)));
-  } else {
-    u = ((e + 112u) << 23) | (m << 13);
-  }
-  return f32_from_bits(sign | u);
-}
-
-GW_HD uint16_t f32_to_bf16(float f) {
-  const uint32_t u = f32_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-GW_HD float bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
 
 inline uint16_t load_le16(const void* p) {
   uint16_t v;
