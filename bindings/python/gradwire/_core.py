@@ -658,8 +658,13 @@ class Comm(_Handle):
         st = lib().gw_comm_create(runtime.handle, ctypes.byref(o), ctypes.byref(self._h))
         if st != _lib.GW_OK:
             err = _error(st)
-            if self._gather_error is not None:
-                raise err from self._gather_error
+            ge = self._gather_error
+            if ge is not None:
+                # The runtime cannot see into the callback: what it raised is the message that says why.
+                said = f"{ge.status_name}: {ge.message}" if isinstance(ge, Error) else f"{type(ge).__name__}: {ge}"
+                err.message = f"{err.message}\nThe callback raised {said}"
+                err.args = (err.message,)
+                raise err from ge
             raise err
 
     def _check_thread(self):

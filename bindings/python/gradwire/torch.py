@@ -87,6 +87,15 @@ def _member(process_group, what):
     return rank, dist.get_world_size(process_group)
 
 
+def _has_key(store, key):
+    """Whether the store holds `key`, without waiting (torch 1.13's PrefixStore has no check())."""
+    try:
+        store.wait([key], datetime.timedelta(milliseconds=1))
+        return True
+    except RuntimeError:
+        return False
+
+
 def allgather_over(process_group=None, timeout=300.0, *, store=None, namespace=None):
     """An allgather callback for gradwire.Comm (the rendezvous of gw_comm_options.allgather) through
     torch's c10d key-value store, waiting at most `timeout` seconds.
@@ -117,13 +126,7 @@ def allgather_over(process_group=None, timeout=300.0, *, store=None, namespace=N
         try:
             store.wait(keys, datetime.timedelta(seconds=timeout))
         except RuntimeError as e:  # c10d's store timeout (DistStoreError in torch 2.x)
-            missing = []
-            for r, k in enumerate(keys):
-                try:
-                    if not store.check([k]):
-                        missing.append(r)
-                except RuntimeError:
-                    missing.append(r)
+            missing = [r for r, k in enumerate(keys) if not _has_key(store, k)]
             raise _core.TimeoutError(
                 f"gradwire's rendezvous through torch's store did not complete within {timeout} s: rank(s) "
                 f"{missing or '?'} of the process group (size {world}) did not arrive; every rank must create "
@@ -425,9 +428,11 @@ class HookState:
         """The error to raise for `e` when another rank failed first on its own input and said why in the
         store: its class and message, with what this rank saw; else `e`."""
         try:
-            key = f"{self._namespace}/{self._FAILED_KEY}"
-            if not self._store.check([key]):
+            # The count is 1 once a rank has set the message (it sets it before it fails the others).
+            if self._store.add(f"{self._namespace}/{self._FAILED_KEY}/count", 0) == 0:
                 return e
+            key = f"{self._namespace}/{self._FAILED_KEY}"
+            self._store.wait([key], datetime.timedelta(seconds=5))
             status, rank, message = self._store.get(key).decode(errors="replace").split("\n", 2)
             status, rank = int(status), int(rank)
         except Exception:  # noqa: BLE001 - no word from the others (or no store): this rank's own error

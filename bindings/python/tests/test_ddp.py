@@ -103,6 +103,13 @@ def test_bad_input_raises_on_every_rank(case, expected):
         assert said.startswith(f"rank {rank} raised {cls}: ") and text in said, said
 
 
+def test_rendezvous_names_a_rank_that_does_not_arrive():
+    (rc0, out0), (rc1, out1) = start_ranks(2, "bad_input.py", "missing")
+    assert rc1 == 0 and "rank 1 makes no hook" in out1, out1
+    assert rc0 == 0, out0
+    assert "rank 0 raised TimeoutError: GW_ERR_TIMEOUT" in out0 and "rank(s) [1] of the process group" in out0, out0
+
+
 def test_a_rank_dying_mid_training_raises_on_the_others():
     """Ranks started with torchrun's variables directly (torchrun itself would stop the survivors at once):
     every surviving rank's backward raises with gradwire's message instead of hanging."""

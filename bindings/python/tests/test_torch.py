@@ -236,6 +236,8 @@ def test_rendezvous_goes_through_the_store_not_the_group(group, monkeypatch):
     assert a.namespace != b.namespace and a.namespace.startswith("gradwire/")
     assert (a.rank, a.world_size) == (0, 1)
     assert a(b"first") == [b"first"] and a(b"second") == [b"second"]
+    assert gwt._has_key(a.store, f"{a.namespace}/rendezvous/1/0")  # what names missing ranks on a timeout
+    assert not gwt._has_key(a.store, f"{a.namespace}/rendezvous/2/0")
 
 
 def test_comm_refuses_a_callback_of_another_group_size(group):

@@ -7,6 +7,7 @@ one rank or on every rank, and every rank must raise a gradwire error (never wai
   bad_input.py group-size    DDP over the default group, the hook over a group of rank 0 only
   bad_input.py comm-size     gradwire.Comm of world size 3 over a store rendezvous of the default group
   bad_input.py device        rank 1's gradient bucket on another device (meta) than the CPU ones of the others
+  bad_input.py missing       rank 1 makes no hook: rank 0's rendezvous times out (5 s) naming rank 1
 """
 import os
 import sys
@@ -70,6 +71,12 @@ def run(case, rank, world):
         with gwt.HookState(codec="int8", timeout=TIMEOUT) as state:
             buf = torch.ones(1000, device="meta" if rank == 1 else "cpu")
             state.submit(Bucket(buf)).wait()
+    elif case == "missing":
+        if rank == 1:
+            print("rank 1 makes no hook", flush=True)
+            os._exit(0)
+        with gwt.HookState(codec="int8", timeout=5.0):
+            pass
     else:
         raise SystemExit(f"unknown case {case}")
 
