@@ -279,3 +279,20 @@ def test_bucket_on_another_device_than_the_first_fails_the_hook(group, monkeypat
         # This rank's own bad input failed the communicator: every later bucket says so at once.
         with pytest.raises(gradwire.Error, match="failed earlier"):
             state.submit(_Bucket(torch.ones(100))).wait()
+
+
+def test_torch_imports_after_a_runtime_was_made_first():
+    """A CUDA build of libgradwire loaded before torch would give torch an older CUDA runtime and NCCL (the
+    system's) than its own, and `import torch` would fail: the binding imports torch before such a library."""
+    import subprocess
+    import sys
+    from conftest import PACKAGE_ROOT
+    code = ("import gradwire\n"
+            "with gradwire.Runtime() as rt:\n    rt.plugins()\n"
+            "import torch\n"
+            "torch.ones(2).sum()\n"
+            "print('torch after gradwire ok', torch.__version__)\n")
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+    env.pop("GRADWIRE_TORCH_FIRST", None)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "torch after gradwire ok" in r.stdout, r.stdout + r.stderr
