@@ -96,6 +96,12 @@ def _has_key(store, key):
         return False
 
 
+def _store_failed(e):
+    return _core.TransportError(f"torch's store (the rendezvous of gradwire's communicator) failed: {e}; the "
+                                f"process that serves it (the TCPStore on MASTER_ADDR:MASTER_PORT, rank 0 under "
+                                f"torchrun) may have exited")
+
+
 def allgather_over(process_group=None, timeout=300.0, *, store=None, namespace=None):
     """An allgather callback for gradwire.Comm (the rendezvous of gw_comm_options.allgather) through
     torch's c10d key-value store, waiting at most `timeout` seconds.
@@ -114,7 +120,10 @@ def allgather_over(process_group=None, timeout=300.0, *, store=None, namespace=N
         store = dist.distributed_c10d._get_default_store()
     if namespace is None:
         group = _group_name(process_group)
-        n = store.add(f"gradwire/{group}/callbacks/{rank}", 1)
+        try:
+            n = store.add(f"gradwire/{group}/callbacks/{rank}", 1)
+        except RuntimeError as e:
+            raise _store_failed(e) from None
         namespace = f"gradwire/{group}/{n}"
     calls = [0]
 
@@ -122,16 +131,24 @@ def allgather_over(process_group=None, timeout=300.0, *, store=None, namespace=N
         call = calls[0]
         calls[0] += 1
         keys = [f"{namespace}/rendezvous/{call}/{r}" for r in range(world)]
-        store.set(keys[rank], bytes(data))
+        try:
+            store.set(keys[rank], bytes(data))
+        except RuntimeError as e:
+            raise _store_failed(e) from None
         try:
             store.wait(keys, datetime.timedelta(seconds=timeout))
-        except RuntimeError as e:  # c10d's store timeout (DistStoreError in torch 2.x)
+        except RuntimeError as e:  # c10d's store timeout (DistStoreError in torch 2.x), or a store gone
+            if "timeout" not in str(e).lower():
+                raise _store_failed(e) from None
             missing = [r for r, k in enumerate(keys) if not _has_key(store, k)]
             raise _core.TimeoutError(
                 f"gradwire's rendezvous through torch's store did not complete within {timeout} s: rank(s) "
                 f"{missing or '?'} of the process group (size {world}) did not arrive; every rank must create "
                 f"its gradwire hook (or communicator) for this group in the same order ({e})") from None
-        return [store.get(k) for k in keys]
+        try:
+            return [store.get(k) for k in keys]
+        except RuntimeError as e:
+            raise _store_failed(e) from None
 
     allgather.rank, allgather.world_size, allgather.store, allgather.namespace = rank, world, store, namespace
     return allgather

@@ -11,6 +11,7 @@ one rank or on every rank, and every rank must raise a gradwire error (never wai
 """
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -74,7 +75,7 @@ def run(case, rank, world):
     elif case == "missing":
         if rank == 1:
             print("rank 1 makes no hook", flush=True)
-            os._exit(0)
+            return "no hook"
         with gwt.HookState(codec="int8", timeout=5.0):
             pass
     else:
@@ -87,7 +88,7 @@ def main():
     gwt.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     try:
-        run(case, rank, world)
+        result = run(case, rank, world)
     except gradwire.Error as e:
         print(f"rank {rank} raised {type(e).__name__}: {e}", flush=True)
         code = 0
@@ -95,9 +96,20 @@ def main():
         print(f"rank {rank} raised RuntimeError: {e}", flush=True)
         code = 0
     else:
-        print(f"rank {rank}: no error in case {case}", flush=True)
-        code = 1
-    # No collective here: a rank that raised early must not wait for the others.
+        code = 0 if result == "no hook" else 1
+        if code:
+            print(f"rank {rank}: no error in case {case}", flush=True)
+    # No collective here (a rank that raised early must not wait in one): the ranks meet in torch's store,
+    # bounded, so that rank 0, which serves the store, does not exit while the others still use it.
+    try:
+        store = dist.distributed_c10d._get_default_store()
+        store.add("bad_input/done", 1)
+        for _ in range(600):
+            if store.add("bad_input/done", 0) >= world:
+                break
+            time.sleep(0.1)
+    except RuntimeError:
+        pass
     os._exit(code)
 
 
