@@ -15,8 +15,8 @@ backend=nccl device=cuda
 if [ "${GW_DDP_NCCL_SELFTEST:-0}" = 1 ]; then
   backend=gloo device=cpu ranks=2
   echo "(self-test: the NCCL runs with gloo on the CPU)"
-elif ! "$py" -c "import sys, torch, torch.distributed as d; sys.exit(not (torch.cuda.is_available() and d.is_nccl_available()))" \
-    2>/dev/null; then
+elif ! "$py" -c "import sys, torch, torch.distributed as d
+sys.exit(not (torch.cuda.is_available() and d.is_nccl_available()))" 2>/dev/null; then
   echo "DDP NCCL NOT RUN: $py has no CUDA-enabled torch with NCCL, or there is no GPU"
   exit 0
 else

@@ -274,7 +274,8 @@ def test_bucket_on_another_device_than_the_first_fails_the_hook(group, monkeypat
         ones = torch.ones(100)
         assert torch.equal(state.submit(_Bucket(ones)).wait(), torch.ones(100))
         assert state.device == torch.device("cpu")
-        with pytest.raises(gradwire.InvalidArgumentError, match="lives on cuda:1 but this hook's earlier buckets on cpu"):
+        with pytest.raises(gradwire.InvalidArgumentError,
+                           match="lives on cuda:1 but this hook's earlier buckets on cpu"):
             state.submit(_Bucket(_CudaTensorStandIn(), 1)).wait()
         # This rank's own bad input failed the communicator: every later bucket says so at once.
         with pytest.raises(gradwire.Error, match="failed earlier"):
