@@ -26,8 +26,8 @@ const char* call_name(CollectiveKind kind) {
 
 gw_tensor checked_tensor(const gw_tensor* t, const char* what, CollectiveKind kind) {
   const gw_tensor out = gw::read_tensor(t, what);
-  const std::string hint = kind == CollectiveKind::ReduceScatter ? "use gw_reduce_scatter for others"
-                                                                  : "use gw_allgather for others";
+  const std::string hint =
+      kind == CollectiveKind::ReduceScatter ? "use gw_reduce_scatter for others" : "use gw_allgather for others";
   gw::require_dtype(out, what, (1u << GW_DTYPE_F32) | (1u << GW_DTYPE_F16) | (1u << GW_DTYPE_BF16), call_name(kind),
                     "it takes f32, f16 and bf16; " + hint);
   return out;
@@ -91,9 +91,8 @@ gw_status start(CollectiveKind kind, gw_comm* comm, gw::Codec* codec, gw::ErrorF
   a.in = staged_in->data();
   a.out = staged_out->data();
   const gw_tensor target = o;
-  *request = gw::comm::start_shards_compressed(c, kind, a, [staged_in, staged_out, target] {
-    gw::staging::write_f32(staged_out->data(), target);
-  });
+  *request = gw::comm::start_shards_compressed(
+      c, kind, a, [staged_in, staged_out, target] { gw::staging::write_f32(staged_out->data(), target); });
   return GW_OK;
 }
 
@@ -107,8 +106,9 @@ extern "C" {
 GW_API gw_status gw_reduce_scatter_compressed_start(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
                                                     const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
                                                     gw_request** request) {
-  return gw::guard(
-      [&] { return start(CollectiveKind::ReduceScatter, comm, codec_of(codec), nullptr, context, in, out, op, request); });
+  return gw::guard([&] {
+    return start(CollectiveKind::ReduceScatter, comm, codec_of(codec), nullptr, context, in, out, op, request);
+  });
 }
 
 GW_API gw_status gw_reduce_scatter_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,

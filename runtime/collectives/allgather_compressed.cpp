@@ -16,7 +16,7 @@ Task allgather_direct(Collective& c, CodecOps& ops, const float* in, float* out,
   const uint32_t n = c.size(), r = c.rank();
   const Pieces pieces = split_even(0, count, piece_count(count, chunk_elements, 1));
   const uint64_t P = pieces.size();
-  std::vector<PayloadBuffer> payloads(n * P);  // rank q's piece p at q * P + p
+  std::vector<PayloadBuffer> payloads(n * P);                  // rank q's piece p at q * P + p
   carve(c, 0, ops.max_payload(pieces.count[0]), {&payloads});  // split_even: the first is the largest
 
   Pipeline pipe(c);

@@ -18,7 +18,7 @@ Task reduce_scatter_all_to_all(Collective& c, CodecOps& ops, const float* in, fl
   const uint32_t n = c.size(), r = c.rank();
   const Pieces pieces = split_even(0, count, piece_count(count, chunk_elements, 1));
   const uint64_t P = pieces.size();
-  std::vector<PayloadBuffer> sent(n * P), received(n * P);  // peer q's piece p at q * P + p
+  std::vector<PayloadBuffer> sent(n * P), received(n * P);            // peer q's piece p at q * P + p
   carve(c, 0, ops.max_payload(pieces.count[0]), {&sent, &received});  // split_even: the first is the largest
   std::vector<uint32_t> arrived(P, 0);
   TensorMemory& memory = ops.memory();

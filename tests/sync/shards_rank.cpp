@@ -24,8 +24,12 @@ struct CodecCase {
 };
 
 const CodecCase kCodecs[] = {
-    {"none", ""},   {"fp16", ""},   {"bf16", ""},
-    {"int8", ""},   {"onebit", ""}, {"topk", "[codec.topk]\nratio = 0.05\nselection = \"exact\"\n"},
+    {"none", ""},
+    {"fp16", ""},
+    {"bf16", ""},
+    {"int8", ""},
+    {"onebit", ""},
+    {"topk", "[codec.topk]\nratio = 0.05\nselection = \"exact\"\n"},
     {"randomk", "[codec.randomk]\nratio = 0.1\n"},
 };
 
@@ -306,8 +310,8 @@ void test_errors(gw_comm* comm, gw_runtime* rt) {
   to.count = 10;
   expect_refused(gw_reduce_scatter_compressed(comm, codec, nullptr, &ti, &to, GW_REDUCE_MAX), GW_ERR_UNSUPPORTED,
                  "needs gw_reduce_scatter", "op max");
-  expect_refused(gw_reduce_scatter_compressed(comm, nullptr, nullptr, &ti, &to, GW_REDUCE_SUM),
-                 GW_ERR_INVALID_ARGUMENT, "codec", "a NULL codec");
+  expect_refused(gw_reduce_scatter_compressed(comm, nullptr, nullptr, &ti, &to, GW_REDUCE_SUM), GW_ERR_INVALID_ARGUMENT,
+                 "codec", "a NULL codec");
   expect_refused(gw_reduce_scatter_compressed(comm, codec, nullptr, nullptr, &to, GW_REDUCE_SUM),
                  GW_ERR_INVALID_ARGUMENT, "in", "a NULL input");
   expect_refused(gw_reduce_scatter_compressed_ef(comm, nullptr, nullptr, &ti, &to, GW_REDUCE_SUM),
@@ -317,8 +321,8 @@ void test_errors(gw_comm* comm, gw_runtime* rt) {
   td.dtype = GW_DTYPE_F64;
   td.data = d.data();
   td.count = d.size();
-  expect_refused(gw_reduce_scatter_compressed(comm, codec, nullptr, &td, &to, GW_REDUCE_SUM), GW_ERR_UNSUPPORTED,
-                 "f32", "an f64 tensor");
+  expect_refused(gw_reduce_scatter_compressed(comm, codec, nullptr, &td, &to, GW_REDUCE_SUM), GW_ERR_UNSUPPORTED, "f32",
+                 "an f64 tensor");
   std::vector<uint16_t> h(10);
   gw_tensor th = GW_TENSOR_INIT;
   th.dtype = GW_DTYPE_F16;
@@ -383,11 +387,13 @@ void test_bf16(gw_comm* comm, gw_runtime* rt) {
   check(gw_reduce_scatter_compressed(comm, codec, nullptr, &fi, &fo, GW_REDUCE_AVG), "f32 reduce-scatter");
   check(gw_reduce_scatter_compressed(comm, codec, nullptr, &hi, &ho, GW_REDUCE_AVG), "bf16 reduce-scatter");
   for (uint64_t i = 0; i < count; ++i)
-    if (half_out[i] != to_bf16(out[i])) die("bf16 reduce-scatter: element " + std::to_string(i) + " is not the f32 result rounded once");
+    if (half_out[i] != to_bf16(out[i]))
+      die("bf16 reduce-scatter: element " + std::to_string(i) + " is not the f32 result rounded once");
   check(gw_allgather_compressed(comm, codec, nullptr, &fi, &fa), "f32 allgather");
   check(gw_allgather_compressed(comm, codec, nullptr, &hi, &ha), "bf16 allgather");
   for (uint64_t i = 0; i < all.size(); ++i)
-    if (half_all[i] != to_bf16(all[i])) die("bf16 allgather: element " + std::to_string(i) + " is not the f32 result rounded once");
+    if (half_all[i] != to_bf16(all[i]))
+      die("bf16 allgather: element " + std::to_string(i) + " is not the f32 result rounded once");
   check_identical(comm, half_all.data(), 2 * half_all.size(), "bf16 allgather");
   check(gw_codec_destroy(codec), "gw_codec_destroy");
 }

@@ -19,7 +19,8 @@ void expect_ok(int ranks, const std::string& args) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (int rank = 0; rank < ranks; ++rank)
     EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos)
-        << "rank " << rank << " did not finish:\n" << r.output;
+        << "rank " << rank << " did not finish:\n"
+        << r.output;
 }
 
 // Every rank reports `status` with a message containing `words`.

@@ -118,8 +118,20 @@ void run_worker(const Options& o, const std::string& out_path) {
 
 json run_ours(const Options& o, const std::string& rate, const fs::path& out) {
   const std::string self = self_path("P8");
-  std::vector<std::string> argv{self, "run", "-n", std::to_string(ranks_of(o)), "--link", rate, "--", self, "bench",
-                                "--suite", "P8", "--json", "--repetitions", std::to_string(o.repetitions)};
+  std::vector<std::string> argv{self,
+                                "run",
+                                "-n",
+                                std::to_string(ranks_of(o)),
+                                "--link",
+                                rate,
+                                "--",
+                                self,
+                                "bench",
+                                "--suite",
+                                "P8",
+                                "--json",
+                                "--repetitions",
+                                std::to_string(o.repetitions)};
   if (o.quick) argv.push_back("--quick");
   if (o.bytes > 0) argv.insert(argv.end(), {"--bytes", std::to_string(o.bytes)});
   if (o.ranks > 0) argv.insert(argv.end(), {"--ranks", std::to_string(o.ranks)});
@@ -164,13 +176,13 @@ void run_p8_inner(const Options& options, const Emit& emit) {
     {
       std::optional<Cluster> cluster = Cluster::up(ranks, rate, "bench P8 (MPI peer)");
       if (cluster) link = rate;
-      mpi = run_mpi_peer({mpi_peer_path("P8", "gradwire-mpi-shards"), std::to_string(count),
-                          std::to_string(options.repetitions)},
-                         ranks, 1, cluster ? &*cluster : nullptr, "P8: mpirun at " + rate);
+      mpi = run_mpi_peer(
+          {mpi_peer_path("P8", "gradwire-mpi-shards"), std::to_string(count), std::to_string(options.repetitions)},
+          ranks, 1, cluster ? &*cluster : nullptr, "P8: mpirun at " + rate);
     }  // namespaces removed here
     std::string gloo_why;
-    const std::optional<json> gloo = run_torch_peer("torch_shards.py", ranks, rate,
-                                                    {std::to_string(count), std::to_string(options.repetitions)}, &gloo_why);
+    const std::optional<json> gloo = run_torch_peer(
+        "torch_shards.py", ranks, rate, {std::to_string(count), std::to_string(options.repetitions)}, &gloo_why);
     if (!gloo) std::fprintf(stderr, "bench P8: gloo peer skipped at %s: %s\n", rate.c_str(), gloo_why.c_str());
     const double link_rate = ours.value("link_bytes_per_s", 0.0);
     const uint64_t mb = count * 4 / 1'000'000;
@@ -186,7 +198,8 @@ void run_p8_inner(const Options& options, const Emit& emit) {
         const uint64_t wire = uint64_t(ranks - 1) * c.at("shard_payload_bytes").get<uint64_t>();
         Result res;
         res.suite = "P8";
-        res.case_name = std::string(op) + " " + name + " " + std::to_string(mb) + "MB " + std::to_string(ranks) + "r " + link;
+        res.case_name =
+            std::string(op) + " " + name + " " + std::to_string(mb) + "MB " + std::to_string(ranks) + "r " + link;
         res.ours = s.median * 1e3;
         res.peer = peer.median * 1e3;
         res.unit = "ms";
