@@ -4,7 +4,7 @@
 // rank emulates every rank's part, so every rank's bits are pinned), that the codec none gives
 // gw_reduce_scatter's and gw_allgather's bits, that every rank holds the same allgather result, and that
 // the result lies within the codec's error bound of the exact one. Prints "OK rank r" at the end; the
-// driver is shards_test.cpp.
+// driver is sync_test.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -50,33 +50,7 @@ std::vector<Piece> pieces_of(uint64_t count) {
   return p;
 }
 
-struct Codec {
-  gw_codec* codec = nullptr;
-
-  // What the runtime encodes for the piece at element `key` (the seed is drawn per piece from it).
-  std::vector<unsigned char> encode(const float* x, uint64_t count, uint64_t key, uint64_t seed) const {
-    uint64_t cap = 0;
-    check(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &cap), "max_encoded_size");
-    std::vector<unsigned char> p(cap);
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    ctx.seed = seed ^ (key * 0x9e3779b97f4a7c15ull);
-    ctx.world_size = uint32_t(g_size);
-    gw_tensor t = f32(const_cast<float*>(x), count);
-    uint64_t size = 0;
-    check(gw_codec_encode(codec, &ctx, &t, p.data(), p.size(), &size), "encode");
-    p.resize(size);
-    return p;
-  }
-  void decode(const std::vector<unsigned char>& p, float* out, uint64_t count, uint64_t key, uint64_t seed,
-              bool accumulate) const {
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    ctx.seed = seed ^ (key * 0x9e3779b97f4a7c15ull);
-    ctx.world_size = uint32_t(g_size);
-    gw_tensor t = f32(out, count);
-    check(gw_codec_decode(codec, &ctx, p.data(), p.size(), &t, accumulate ? uint32_t(GW_DECODE_ACCUMULATE) : 0u),
-          "decode");
-  }
-};
+using Codec = PieceCodec;
 
 // The documented reduce-scatter: every rank's shard b (x[q] holds n shards), as rank b computes it.
 std::vector<float> emulate_reduce_scatter(const Codec& c, const std::vector<std::vector<float>>& x, uint64_t count,
@@ -92,7 +66,7 @@ std::vector<float> emulate_reduce_scatter(const Codec& c, const std::vector<std:
         if (q == b) {
           for (uint64_t i = 0; i < p.count; ++i) res[i] = q == 0 ? mine[i] : res[i] + mine[i];
         } else {
-          c.decode(c.encode(mine, p.count, key, seed), res, p.count, key, seed, q != 0);
+          c.decode(c.encode(mine, p.count, key, seed), res, p.count, q != 0, key, seed);
         }
       }
     }
@@ -110,7 +84,7 @@ std::vector<float> emulate_allgather(const Codec& c, const std::vector<std::vect
   for (int q = 0; q < n; ++q)
     for (const Piece& p : pieces_of(count)) {
       const uint64_t key = uint64_t(q) * count + p.offset;
-      c.decode(c.encode(x[q].data() + p.offset, p.count, key, seed), out.data() + key, p.count, key, seed, false);
+      c.decode(c.encode(x[q].data() + p.offset, p.count, key, seed), out.data() + key, p.count, false, key, seed);
     }
   return out;
 }
