@@ -11,12 +11,11 @@ all, no `_allgather_base`) the peer uses what gloo has with the same bytes on th
 The JSON names the operation used.
 
 One rank per process, started by `gradwire run -n N [--link RATE] -- PYTHON torch_shards.py COUNT REPS`
-(rendezvous as torch_allreduce.py). Rank 0 prints one JSON line:
+(the rendezvous of torch_allreduce.py, whose init_gloo it imports). Rank 0 prints one JSON line:
 {"peer": "gloo", "reduce_scatter": [...], "allgather": [...], "reduce_scatter_op": ..., "allgather_op": ...,
  "count": COUNT, "world": N, "torch": VERSION}.
 """
 import json
-import os
 import sys
 import time
 
@@ -25,6 +24,8 @@ try:
     import torch.distributed as dist
 except ImportError as e:  # reported by the suite, which skips the peer
     sys.exit(f"torch_shards: PyTorch is not importable ({e})")
+
+from torch_allreduce import init_gloo  # beside this file, installed or in the source tree
 
 
 def works(f):
@@ -39,17 +40,9 @@ def main():
     if len(sys.argv) != 3:
         sys.exit("usage: torch_shards.py COUNT REPS")
     count, reps = int(sys.argv[1]), int(sys.argv[2])
-    rank = int(os.environ.get("GW_RANK", os.environ.get("RANK", "0")))
-    world = int(os.environ.get("GW_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    rank, world = init_gloo()
     if count % world:
         sys.exit(f"torch_shards: COUNT {count} is not divisible by the {world} ranks")
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    if "GW_ROOT_PORT" in os.environ:
-        os.environ["MASTER_PORT"] = str(int(os.environ["GW_ROOT_PORT"]) + 1)
-    if os.environ["MASTER_ADDR"] == "127.0.0.1":
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    torch.set_num_threads(1)  # one core per rank, as the other ranks share the machine
-    dist.init_process_group("gloo", rank=rank, world_size=world)
     part = count // world
     gen = torch.Generator().manual_seed(1234 + rank)
     x = torch.randn(count, generator=gen)
