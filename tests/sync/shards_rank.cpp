@@ -378,6 +378,9 @@ int main(int argc, char** argv) {
   init_rank_from_env();
   const std::string which = argc > 1 ? argv[1] : "all";
   std::string toml = "[collectives]\npipeline_chunk_bytes = " + std::to_string(4 * kChunkElements) + "\n";
+  // "routed" second: the ranks of a node (`gradwire run --ranks-per-node`) talk over UCX shared memory and
+  // reach the other nodes through the inter transport (docs/two-level.md).
+  if (argc > 2 && std::string(argv[2]) == "routed") toml += "[transport]\nintra = \"ucx_shm\"\n";
   for (const CodecCase& cc : kCodecs) toml += cc.toml;
   gw_runtime* rt = make_runtime(toml);
   gw_comm* comm = make_comm(rt);

@@ -64,6 +64,14 @@ TEST(CompressedShards, EveryCodecOnFourRanks) { expect_ok(4, GW_SHARDS_RANK, "al
 TEST(CompressedShards, EveryCodecOnThreeRanks) {
   for (const char* codec : {"none", "int8", "topk"}) expect_ok(3, GW_SHARDS_RANK, codec);
 }
+// 4 ranks as 2 nodes of 2: shared memory inside a node, TCP between, every message routed.
+TEST(CompressedShards, EveryCodecOverRoutedNodes) {
+  const auto r = gwtest::run_command("UCX_TLS=tcp MP_TIMEOUT_S=60 " + std::string(GW_CLI) +
+                                     " run -n 4 --ranks-per-node 2 -- " + GW_SHARDS_RANK + " all routed");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
+}
 TEST(CompressedShards, Bf16TensorsAreStagedThroughF32) {
   expect_ok(2, GW_SHARDS_RANK, "bf16");
   expect_ok(4, GW_SHARDS_RANK, "bf16");
