@@ -5,7 +5,6 @@
 #include "collectives/pipeline.hpp"
 
 namespace gw::coll {
-namespace {
 
 // Each rank encodes piece p of its shard once (error feedback keyed by the piece's offset in `out`),
 // sends the payload to every other rank as message p and decodes it into its own place of `out`; every
@@ -42,9 +41,11 @@ Task allgather_direct(Collective& c, CodecOps& ops, const float* in, float* out,
   co_await pipe.run();
 }
 
-}  // namespace
-
-Task allgather_compressed(Collective& c, ShardArgs a) {
+Task allgather_compressed(Collective& c, ShardArgs a, std::optional<comm::Topology> topology) {
+  if (topology && a.count > 0 && !payloads_are_values(*a.codec)) {
+    co_await allgather_two_level(c, a, *topology);
+    co_return;
+  }
   CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size());
   const uint32_t n = c.size(), r = c.rank();
   const uint64_t bytes = 4 * a.count;

@@ -10,10 +10,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "codec/codec.hpp"
 #include "collectives/algorithms.hpp"
+#include "comm/topology.hpp"
 #include "ef/error_feedback.hpp"
 
 namespace gw::coll {
@@ -137,16 +139,15 @@ struct ShardArgs {
 };
 
 // A codec whose payloads are its values (none) takes gw_reduce_scatter's ring and gives its bits. Any
-// other codec: every rank encodes each piece of every other rank's shard once and sends it to that
-// shard's owner, which decodes the contributions and sums them in f32 in rank order 0, 1, ..., n - 1
-// (its own shard unencoded at its own place in that order): one hop, the same sum whichever rank
-// computes it, pipelined piece by piece. Message number: the piece.
-Task reduce_scatter_compressed(Collective& c, ShardArgs args);
+// other codec: reduce_scatter_all_to_all over all ranks, or with `topology` (the communicator's, when
+// use_two_level says so) over nodes: exact sums inside each node, then reduce_scatter_all_to_all of the
+// node sums between the nodes (reduce_scatter_two_level.cpp). Every rank passes the same topology.
+Task reduce_scatter_compressed(Collective& c, ShardArgs args, std::optional<comm::Topology> topology = std::nullopt);
 
-// A codec whose payloads are its values (none) takes gw_allgather's ring. Any other codec: every rank
-// encodes each piece of its shard once, sends the payload to every other rank and decodes it into its
-// own place of out too, so every rank holds the same bits of every shard. Message number: the piece.
-Task allgather_compressed(Collective& c, ShardArgs args);
+// A codec whose payloads are its values (none) takes gw_allgather's ring. Any other codec:
+// allgather_direct over all ranks, or with `topology` over nodes: allgather_direct between the nodes,
+// then exact copies inside each node (allgather_two_level.cpp).
+Task allgather_compressed(Collective& c, ShardArgs args, std::optional<comm::Topology> topology = std::nullopt);
 
 // Encoding and decoding as the compressed algorithms see them: f32 pieces identified by their element
 // offset, error feedback applied to every encoding this rank makes, time accounted.
@@ -212,5 +213,22 @@ Task allreduce_sparse_dense(Collective& c, CodecOps& ops, float* buf, uint64_t c
                             uint64_t chunk_elements, uint64_t ring_threshold_bytes);
 Task allreduce_shared_indices(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count,
                               gw_reduce_op op, uint64_t chunk_elements, uint64_t ring_threshold_bytes);
+
+// The compressed cores, over the collective's current group (Collective::set_group), n = c.size():
+// Reduce-scatter: `in` holds n shards of `count`; every rank encodes each piece of every other rank's
+// shard once and sends it to that shard's owner, which decodes the contributions and sums them into
+// `result` in f32 in rank order 0, 1, ..., n - 1 (its own shard unencoded at its own place in that
+// order): one hop, the same sum whichever rank computes it, pipelined piece by piece. No average.
+// Message number: the piece.
+Task reduce_scatter_all_to_all(Collective& c, CodecOps& ops, const float* in, float* result, uint64_t count,
+                               uint64_t chunk_elements);
+// Allgather: every rank encodes each piece of its `in` once, sends the payload to every other rank and
+// decodes it into its own place of `out` (n shards of `count`) too, so every rank holds the same bits of
+// every shard. Message number: the piece.
+Task allgather_direct(Collective& c, CodecOps& ops, const float* in, float* out, uint64_t count,
+                      uint64_t chunk_elements);
+// The two-level forms (topology even, as use_two_level requires).
+Task reduce_scatter_two_level(Collective& c, ShardArgs args, const comm::Topology& topology);
+Task allgather_two_level(Collective& c, ShardArgs args, const comm::Topology& topology);
 
 }  // namespace gw::coll

@@ -6,7 +6,6 @@
 #include "collectives/reduce.hpp"
 
 namespace gw::coll {
-namespace {
 
 // Shard b of `in` belongs to rank b. Each rank encodes piece p of every other shard b once (error
 // feedback keyed by the piece's offset in `in`), sends it to b as message p, and sums piece p of its
@@ -63,9 +62,11 @@ Task reduce_scatter_all_to_all(Collective& c, CodecOps& ops, const float* in, fl
   co_await pipe.run();
 }
 
-}  // namespace
-
-Task reduce_scatter_compressed(Collective& c, ShardArgs a) {
+Task reduce_scatter_compressed(Collective& c, ShardArgs a, std::optional<comm::Topology> topology) {
+  if (topology && a.count > 0 && !payloads_are_values(*a.codec)) {
+    co_await reduce_scatter_two_level(c, a, *topology);
+    co_return;
+  }
   CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size());
   const uint32_t n = c.size();
   if (a.count > 0) {

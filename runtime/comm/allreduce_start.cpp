@@ -41,8 +41,11 @@ gw_request* start_shards_compressed(Communicator& comm, CollectiveKind kind, col
   a.chunk_elements = std::max<uint64_t>(1, comm.settings().pipeline_chunk_bytes / 4);
   const bool scatter = kind == CollectiveKind::ReduceScatter;
   const Signature s{kind, scatter ? a.op : GW_REDUCE_SUM, GW_DTYPE_F32, a.count, 0, a.codec->id()};
-  return comm.start_collective(s, [a, scatter, finish](Collective& c) {
-    return then(scatter ? coll::reduce_scatter_compressed(c, a) : coll::allgather_compressed(c, a), finish);
+  std::optional<Topology> topology;
+  if (coll::use_two_level(comm.topology(), comm.settings().two_level)) topology = comm.topology();
+  return comm.start_collective(s, [a, scatter, topology, finish](Collective& c) {
+    return then(scatter ? coll::reduce_scatter_compressed(c, a, topology) : coll::allgather_compressed(c, a, topology),
+                finish);
   });
 }
 

@@ -22,8 +22,9 @@ gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs 
                                        std::function<void()> finish = {});
 
 // Starts the compressed reduce-scatter (kind ReduceScatter) or allgather (kind Allgather) of `args` with
-// the communicator's pipelining; the headers carry the kind, op, shard count and codec id, so ranks that
-// disagree fail with GW_ERR_MISMATCH. `finish` as for start_allreduce_compressed.
+// the communicator's pipelining, two-level where [collectives] two_level says so for its topology (as the
+// compressed allreduce); the headers carry the kind, op, shard count and codec id, so ranks that disagree
+// fail with GW_ERR_MISMATCH. `finish` as for start_allreduce_compressed.
 gw_request* start_shards_compressed(Communicator& comm, CollectiveKind kind, coll::ShardArgs args,
                                     std::function<void()> finish = {});
 

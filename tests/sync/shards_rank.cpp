@@ -52,21 +52,35 @@ std::vector<Piece> pieces_of(uint64_t count) {
 
 using Codec = PieceCodec;
 
-// The documented reduce-scatter: every rank's shard b (x[q] holds n shards), as rank b computes it.
+// Ranks per node of the two-level algorithms (`gradwire run --ranks-per-node`, rank r on node r / L);
+// 1: the flat ones, which are the two-level ones with one rank per node.
+int g_per_node = 1;
+
+// The documented reduce-scatter: every rank's shard b (x[q] holds n shards), as rank b computes it. Each
+// node m sums its ranks' values of shard b in local order (exactly; flat: a rank's own values), encodes
+// that sum once and sends it to b, which sums the decoded node sums in node order (its own node's raw).
 std::vector<float> emulate_reduce_scatter(const Codec& c, const std::vector<std::vector<float>>& x, uint64_t count,
                                           gw_reduce_op op, uint64_t seed) {
-  const int n = g_size;
+  const int n = g_size, L = g_per_node, M = n / L;
   std::vector<float> out(n * count, 0.0f);
   for (int b = 0; b < n; ++b) {
+    const int owner_node = b / L;
+    std::vector<std::vector<float>> node_sum(M, std::vector<float>(count));
+    for (int m = 0; m < M; ++m)
+      for (int j = 0; j < L; ++j)
+        for (uint64_t i = 0; i < count; ++i) {
+          const float v = x[m * L + j][uint64_t(b) * count + i];
+          node_sum[m][i] = j == 0 ? v : node_sum[m][i] + v;
+        }
     for (const Piece& p : pieces_of(count)) {
-      const uint64_t key = uint64_t(b) * count + p.offset;
-      float* res = out.data() + key;
-      for (int q = 0; q < n; ++q) {
-        const float* mine = x[q].data() + key;
-        if (q == b) {
-          for (uint64_t i = 0; i < p.count; ++i) res[i] = q == 0 ? mine[i] : res[i] + mine[i];
+      const uint64_t key = uint64_t(owner_node) * count + p.offset;
+      float* res = out.data() + uint64_t(b) * count + p.offset;
+      for (int m = 0; m < M; ++m) {
+        const float* sum = node_sum[m].data() + p.offset;
+        if (m == owner_node) {
+          for (uint64_t i = 0; i < p.count; ++i) res[i] = m == 0 ? sum[i] : res[i] + sum[i];
         } else {
-          c.decode(c.encode(mine, p.count, key, seed), res, p.count, q != 0, key, seed);
+          c.decode(c.encode(sum, p.count, key, seed), res, p.count, m != 0, key, seed);
         }
       }
     }
@@ -76,15 +90,17 @@ std::vector<float> emulate_reduce_scatter(const Codec& c, const std::vector<std:
   return out;
 }
 
-// The documented allgather: every rank's shard encoded once, decoded.
+// The documented allgather: every rank's shard encoded once (the piece's seed from its node's place),
+// decoded.
 std::vector<float> emulate_allgather(const Codec& c, const std::vector<std::vector<float>>& x, uint64_t count,
                                      uint64_t seed) {
   const int n = g_size;
   std::vector<float> out(n * count, 0.0f);
   for (int q = 0; q < n; ++q)
     for (const Piece& p : pieces_of(count)) {
-      const uint64_t key = uint64_t(q) * count + p.offset;
-      c.decode(c.encode(x[q].data() + p.offset, p.count, key, seed), out.data() + key, p.count, false, key, seed);
+      const uint64_t key = uint64_t(q / g_per_node) * count + p.offset;
+      c.decode(c.encode(x[q].data() + p.offset, p.count, key, seed), out.data() + uint64_t(q) * count + p.offset,
+               p.count, false, key, seed);
     }
   return out;
 }
@@ -378,9 +394,14 @@ int main(int argc, char** argv) {
   init_rank_from_env();
   const std::string which = argc > 1 ? argv[1] : "all";
   std::string toml = "[collectives]\npipeline_chunk_bytes = " + std::to_string(4 * kChunkElements) + "\n";
-  // "routed" second: the ranks of a node (`gradwire run --ranks-per-node`) talk over UCX shared memory and
-  // reach the other nodes through the inter transport (docs/two-level.md).
-  if (argc > 2 && std::string(argv[2]) == "routed") toml += "[transport]\nintra = \"ucx_shm\"\n";
+  // Second: "routed" (flat) or "two-level": the ranks of a node (`gradwire run --ranks-per-node 2`) talk
+  // over UCX shared memory and reach the other nodes through the inter transport (docs/two-level.md).
+  const std::string nodes = argc > 2 ? argv[2] : "";
+  if (nodes == "routed" || nodes == "two-level") {
+    toml +=
+        std::string("two_level = \"") + (nodes == "routed" ? "off" : "on") + "\"\n[transport]\nintra = \"ucx_shm\"\n";
+    if (nodes == "two-level") g_per_node = 2;
+  }
   for (const CodecCase& cc : kCodecs) toml += cc.toml;
   gw_runtime* rt = make_runtime(toml);
   gw_comm* comm = make_comm(rt);
