@@ -10,10 +10,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "codec/codec.hpp"
 #include "collectives/algorithms.hpp"
+#include "comm/topology.hpp"
 #include "ef/error_feedback.hpp"
 
 namespace gw::coll {
@@ -120,6 +122,33 @@ Task allreduce_compressed(Collective& c, CompressedArgs args);
 Task allreduce_dense(Collective& c, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,
                      uint64_t ring_threshold_bytes);
 
+// Compressed reduce-scatter and allgather: one shard of `count` f32 elements per rank, in host memory.
+// Reduce-scatter: `in` holds world_size shards (shard b at in + b * count) and rank r's `out` receives
+// the sum (or average) of every rank's shard r. Allgather: `in` is this rank's shard and `out` receives
+// every rank's shard in rank order, decoded (this rank's own too). Behaviour: docs/collectives.md.
+struct ShardArgs {
+  Codec* codec = nullptr;
+  ErrorFeedback* ef = nullptr;  // around `codec`, or nullptr; residuals keyed by each piece's element offset
+  gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+  const float* in = nullptr;
+  float* out = nullptr;  // may overlap `in` in any way: overlapping results are staged and copied at the end
+  uint64_t count = 0;    // the shard's elements
+  gw_reduce_op op = GW_REDUCE_SUM;   // reduce-scatter: sum or avg (divided once, by the owner)
+  uint64_t chunk_elements = 1 << 18;  // pipelining granularity ([collectives] pipeline_chunk_bytes / 4)
+  CompressedStats* stats = nullptr;  // filled when the collective completes; may be nullptr
+};
+
+// A codec whose payloads are its values (none) takes gw_reduce_scatter's ring and gives its bits. Any
+// other codec: reduce_scatter_all_to_all over all ranks, or with `topology` (the communicator's, when
+// use_two_level says so) over nodes: exact sums inside each node, then reduce_scatter_all_to_all of the
+// node sums between the nodes (reduce_scatter_two_level.cpp). Every rank passes the same topology.
+Task reduce_scatter_compressed(Collective& c, ShardArgs args, std::optional<comm::Topology> topology = std::nullopt);
+
+// A codec whose payloads are its values (none) takes gw_allgather's ring. Any other codec:
+// allgather_direct over all ranks, or with `topology` over nodes: allgather_direct between the nodes,
+// then exact copies inside each node (allgather_two_level.cpp).
+Task allgather_compressed(Collective& c, ShardArgs args, std::optional<comm::Topology> topology = std::nullopt);
+
 // Encoding and decoding as the compressed algorithms see them: f32 pieces identified by their element
 // offset, error feedback applied to every encoding this rank makes, time accounted.
 class CodecOps {
@@ -153,6 +182,13 @@ class CodecOps {
   double decode_seconds_ = 0;
 };
 
+// Adds what a collective cost this rank to `stats` (nothing when it is nullptr): `raw_bytes` f32 bytes,
+// the bytes it sent and its codec time.
+void book(CompressedStats* stats, const Collective& c, const CodecOps& ops, uint64_t raw_bytes);
+
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte.
+bool overlap(const void* a, uint64_t a_bytes, const void* b, uint64_t b_bytes);
+
 // A buffer cut into pieces for pipelining: piece i covers elements [offset[i], offset[i] + count[i]).
 struct Pieces {
   std::vector<uint64_t> offset;
@@ -177,5 +213,22 @@ Task allreduce_sparse_dense(Collective& c, CodecOps& ops, float* buf, uint64_t c
                             uint64_t chunk_elements, uint64_t ring_threshold_bytes);
 Task allreduce_shared_indices(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count,
                               gw_reduce_op op, uint64_t chunk_elements, uint64_t ring_threshold_bytes);
+
+// The compressed cores, over the collective's current group (Collective::set_group), n = c.size():
+// Reduce-scatter: `in` holds n shards of `count`; every rank encodes each piece of every other rank's
+// shard once and sends it to that shard's owner, which decodes the contributions and sums them into
+// `result` in f32 in rank order 0, 1, ..., n - 1 (its own shard unencoded at its own place in that
+// order): one hop, the same sum whichever rank computes it, pipelined piece by piece. No average.
+// Message number: the piece.
+Task reduce_scatter_all_to_all(Collective& c, CodecOps& ops, const float* in, float* result, uint64_t count,
+                               uint64_t chunk_elements);
+// Allgather: every rank encodes each piece of its `in` once, sends the payload to every other rank and
+// decodes it into its own place of `out` (n shards of `count`) too, so every rank holds the same bits of
+// every shard. Message number: the piece.
+Task allgather_direct(Collective& c, CodecOps& ops, const float* in, float* out, uint64_t count,
+                      uint64_t chunk_elements);
+// The two-level forms (topology even, as use_two_level requires).
+Task reduce_scatter_two_level(Collective& c, ShardArgs args, const comm::Topology& topology);
+Task allgather_two_level(Collective& c, ShardArgs args, const comm::Topology& topology);
 
 }  // namespace gw::coll

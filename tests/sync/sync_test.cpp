@@ -3,14 +3,16 @@
 // launcher exited 0.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "gw_test.hpp"
 
 namespace {
 
-std::string launch(int ranks, const std::string& program, const std::string& args) {
-  return std::string(GW_CLI) + " run -n " + std::to_string(ranks) + " -- " + program + " " + args;
+// `flags`: more options of `gradwire run` (--ranks-per-node 2).
+std::string launch(int ranks, const std::string& program, const std::string& args, const std::string& flags = "") {
+  return std::string(GW_CLI) + " run -n " + std::to_string(ranks) + " " + flags + " -- " + program + " " + args;
 }
 
 // Runs `program args` on `ranks` ranks and expects every rank to finish with "OK rank r".
@@ -24,8 +26,10 @@ void expect_ok(int ranks, const std::string& program, const std::string& args) {
 
 // Expects every rank to report `status` with a message containing `words`.
 void expect_error(int ranks, const std::string& program, const std::string& args, const std::string& status,
-                  const std::string& words) {
-  const auto r = gwtest::run_command("MP_TIMEOUT_S=20 " + launch(ranks, program, args));
+                  const std::string& words, const std::string& flags = "") {
+  // Nodes reach each other over TCP (their ranks over shared memory: the programs' [transport] intra).
+  const std::string env = flags.empty() ? "" : "UCX_TLS=tcp ";
+  const auto r = gwtest::run_command(env + "MP_TIMEOUT_S=20 " + launch(ranks, program, args, flags));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (int rank = 0; rank < ranks; ++rank) {
     const std::string prefix = "[" + std::to_string(rank) + "] EXPECTED-ERROR " + status;
@@ -55,6 +59,60 @@ TEST(CompressedAllreduce, ErrorFeedbackInsideTheCollectiveKeepsTheSumWithinAStep
 TEST(CompressedAllreduce, BadArgumentsAreRefused) { expect_ok(2, GW_COMPRESSED_RANK, "errors"); }
 TEST(CompressedAllreduce, RanksWithDifferentCodecsGetAMismatch) {
   expect_error(3, GW_COMPRESSED_RANK, "mismatch", "GW_ERR_MISMATCH", "codec id");
+}
+
+// ---- compressed reduce-scatter and allgather (shards_rank) -------------------------------------
+
+TEST(CompressedShards, EveryCodecOnTwoRanks) { expect_ok(2, GW_SHARDS_RANK, "all"); }
+TEST(CompressedShards, EveryCodecOnFourRanks) { expect_ok(4, GW_SHARDS_RANK, "all"); }
+TEST(CompressedShards, EveryCodecOnThreeRanks) {
+  for (const char* codec : {"none", "int8", "topk"}) expect_ok(3, GW_SHARDS_RANK, codec);
+}
+// 4 and 6 ranks as nodes of 2: shared memory inside a node, TCP between, every message routed; the flat
+// algorithms ("routed": [collectives] two_level = "off") and the two-level ones.
+TEST(CompressedShards, EveryCodecOverNodesFlatAndTwoLevel) {
+  for (const char* ranks : {"4", "6"})
+    for (const char* mode : {"routed", "two-level"}) {
+      SCOPED_TRACE(std::string(ranks) + " ranks " + mode);
+      const auto r = gwtest::run_command("UCX_TLS=tcp MP_TIMEOUT_S=60 " + std::string(GW_CLI) + " run -n " + ranks +
+                                         " --ranks-per-node 2 -- " + GW_SHARDS_RANK + " all " + mode);
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+      for (int rank = 0; rank < std::atoi(ranks); ++rank)
+        EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
+    }
+}
+TEST(CompressedShards, ErrorFeedbackOverTwoLevelNodes) {
+  const auto r = gwtest::run_command("UCX_TLS=tcp MP_TIMEOUT_S=60 " + std::string(GW_CLI) +
+                                     " run -n 4 --ranks-per-node 2 -- " + GW_SHARDS_RANK + " ef two-level");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
+}
+TEST(CompressedShards, Bf16TensorsAreStagedThroughF32) {
+  expect_ok(2, GW_SHARDS_RANK, "bf16");
+  expect_ok(4, GW_SHARDS_RANK, "bf16");
+}
+TEST(CompressedShards, ErrorFeedbackKeepsTheSumWithinACallsError) {
+  expect_ok(2, GW_SHARDS_RANK, "ef");
+  expect_ok(4, GW_SHARDS_RANK, "ef");
+}
+TEST(CompressedShards, BadArgumentsAreRefused) {
+  expect_ok(2, GW_SHARDS_RANK, "errors");
+  expect_ok(3, GW_SHARDS_RANK, "errors");
+}
+TEST(CompressedShards, RanksWithDifferentCodecsGetAMismatch) {
+  expect_error(2, GW_SHARDS_RANK, "mismatch-codec", "GW_ERR_MISMATCH", "codec id");
+  expect_error(4, GW_SHARDS_RANK, "mismatch-codec", "GW_ERR_MISMATCH", "codec id");
+}
+TEST(CompressedShards, RanksWithDifferentCountsGetAMismatch) {
+  expect_error(4, GW_SHARDS_RANK, "mismatch-count", "GW_ERR_MISMATCH", "count: ");
+  expect_error(4, GW_SHARDS_RANK, "mismatch-allgather", "GW_ERR_MISMATCH", "count: ");
+}
+TEST(CompressedShards, MismatchesOverTwoLevelNodes) {
+  const std::string nodes = "--ranks-per-node 2";
+  expect_error(4, GW_SHARDS_RANK, "mismatch-codec two-level", "GW_ERR_MISMATCH", "codec id", nodes);
+  expect_error(4, GW_SHARDS_RANK, "mismatch-count two-level", "GW_ERR_MISMATCH", "count: ", nodes);
+  expect_error(4, GW_SHARDS_RANK, "mismatch-allgather two-level", "GW_ERR_MISMATCH", "count: ", nodes);
 }
 
 // ---- synchronizer ------------------------------------------------------------------------------
