@@ -9,7 +9,11 @@
 #   scripts/bench-t2.sh [t2_ddp.py options...]          e.g. --configs ddp,gw-int8 --epochs 1
 #
 # Environment: GW (the gradwire command; default build/bin/gradwire), RATES ("100mbit 1gbit"), OUT (t2-out),
-# EPOCHS (2), TRAIN_IMAGES (0: all 60000), PYTHON (/usr/bin/python3, Debian's python3-torch).
+# EPOCHS (2), TRAIN_IMAGES (0: all 60000), PYTHON (.venv-torch/bin/python, PyPI's torch 2.x from
+# scripts/install-deps.sh; without that venv /usr/bin/python3, Debian's python3-torch 1.13).
+# A smoke run of a few seconds per configuration (no timing worth reading):
+#   RATES=1gbit EPOCHS=1 TRAIN_IMAGES=1280 OUT=/tmp/t2-smoke scripts/bench-t2.sh --configs ddp,gw-int8 \
+#     --test-images 500 --evals-per-epoch 1 --hidden 64
 # Needs root for the cluster; without it the ranks run on loopback and say so.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,10 +22,14 @@ RATES="${RATES:-100mbit 1gbit}"
 OUT="${OUT:-t2-out}"
 EPOCHS="${EPOCHS:-2}"
 TRAIN_IMAGES="${TRAIN_IMAGES:-0}"
-PYTHON="${PYTHON:-/usr/bin/python3}"
+if [ -z "${PYTHON:-}" ]; then
+  PYTHON=/usr/bin/python3
+  [ -x "$root/.venv-torch/bin/python" ] && PYTHON="$root/.venv-torch/bin/python"
+fi
 trainer="$root/bindings/python/benchmarks/t2_ddp.py"
 [ -x "$GW" ] || { echo "bench-t2.sh: $GW is not built (scripts/build.sh, or set GW)" >&2; exit 1; }
-"$PYTHON" -c "import torch" 2>/dev/null || { echo "bench-t2.sh: $PYTHON has no torch (Debian python3-torch)" >&2; exit 1; }
+"$PYTHON" -c "import torch" 2>/dev/null || { echo "bench-t2.sh: $PYTHON has no torch (scripts/install-deps.sh)" >&2; exit 1; }
+echo "bench-t2.sh: $PYTHON, torch $("$PYTHON" -c "import torch; print(torch.__version__)")"
 # The binding loads this build's library (and, next to it, its plugins).
 export GRADWIRE_LIBRARY="${GRADWIRE_LIBRARY:-$(dirname "$GW")/../lib/libgradwire.so.0}"
 mkdir -p "$OUT"

@@ -27,10 +27,36 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} packages present"
+else
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# PyTorch 2.x from PyPI (scripts/requirements-torch.txt) in .venv-torch/ at the top of the tree (ignored by
+# git), made with Debian's /usr/bin/python3 — never the first python3 on PATH, which may be another
+# interpreter (pyenv). The Python tests and T2 run with its python (tests/python/CMakeLists.txt).
+# GW_TORCH_VENV=0 skips it (the Python tests then run with Debian's python3-torch 1.13).
+cd "$(dirname "$0")/.."
+venv=.venv-torch
+req=scripts/requirements-torch.txt
+if [ "${GW_TORCH_VENV:-1}" = 0 ]; then
+  echo "install-deps: GW_TORCH_VENV=0, no $venv"
   exit 0
 fi
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+want=$(sed -n 's/^torch==//p' "$req")
+# Up to date when it imports the pinned torch, numpy and pytest, and was made from this requirements file.
+if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/requirements-torch.txt" &&
+   "$venv/bin/python" -c "import sys, numpy, pytest, torch; sys.exit(torch.__version__.split('+')[0] != '$want')" \
+     2>/dev/null; then
+  echo "install-deps: $venv has torch $want"
+  exit 0
+fi
+echo "install-deps: making $venv with torch $want from PyPI (about 2.8 GB to download)"
+rm -rf "$venv"
+/usr/bin/python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --progress-bar off -r "$req"
+cp "$req" "$venv/requirements-torch.txt"
+"$venv/bin/python" -c "import torch; print('install-deps: torch', torch.__version__, 'in $venv')"

@@ -6,7 +6,10 @@
 #      tensors through the C ABI (compressed allreduce encoded on the device == host bits, on one rank
 #      and on three ranks for every codec; gw_sync f32/bf16; NCCL collectives);
 #   3. G1: each dense codec's encode + decode, 256 MiB .. 2 GiB, against device-to-device cudaMemcpy;
-#   4. G2: (top-k against torch.topk) — see the marked section below.
+#   4. G2: (top-k against torch.topk) — see the marked section below;
+#   5. PyTorch DDP with an NCCL process group and gradwire's hook, against the CPU path
+#      (tests/gpu/ddp_nccl.sh; needs a CUDA-enabled torch: .venv-torch from scripts/install-deps.sh, or
+#      python3's; skipped, saying so, without one).
 # Usage: tests/gpu/check.sh [build-dir]   (default: build-gpu)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,7 +28,7 @@ echo "== build"
 cmake --build "$build" -j "$jobs" --target gw_plugin_fp16 gw_plugin_bf16 gw_plugin_int8 gw_plugin_onebit \
   gw_plugin_topk gw_plugin_randomk gpu_codecs_test gw_gpu_g1 gpu_sparse_test gpu_sparse_cabi_test gw_gpu_g2 \
   gw_plugin_nccl nccl_transport_test gpu_path_test device_rank gradwire_cli gw_plugin_ucx gw_plugin_none \
-  gw_plugin_every_step
+  gw_plugin_every_step gradwire
 
 echo "== G3, the NCCL transport on one rank, device tensors through the C ABI (ctest -L gpu)"
 status=0
@@ -54,6 +57,15 @@ else
 fi
 rm -rf "$g2dir"
 # ---- end of G2 -------------------------------------------------------------------------------------
+
+echo "== DDP: NCCL process group + gradwire's hook (gradwire.torch), against the CPU path"
+ddp_py=python3
+[ -x .venv-torch/bin/python ] && ddp_py=.venv-torch/bin/python
+if command -v "$ddp_py" >/dev/null; then
+  tests/gpu/ddp_nccl.sh "$ddp_py" "$build" || status=1
+else
+  echo "DDP NCCL NOT RUN: python3 is not installed"
+fi
 
 echo "== done in $((SECONDS - start)) s, status $status"
 exit $status

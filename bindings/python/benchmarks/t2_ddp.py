@@ -17,7 +17,8 @@ once; before and after the configurations), "eval" per evaluation and "result" p
 Training time excludes evaluations.
 
 Run one rank per process with torchrun's variables or under `gradwire run` (scripts/bench-t2.sh does, behind
-rate-limited links). Needs Debian's python3-torch: /usr/bin/python3.
+rate-limited links, with .venv-torch/bin/python: torch 2.x from scripts/install-deps.sh). Debian's python3-torch
+(1.13, /usr/bin/python3) runs it too.
 """
 import argparse
 import json

@@ -5,7 +5,12 @@ A binding over libgradwire's C ABI (ctypes; no compiled extension). See docs/pyt
     import gradwire
     with gradwire.Runtime(text='[codec]\\nname = "int8"\\n') as rt, gradwire.Comm(rt) as comm:
         comm.allreduce_compressed(rt.codec(), grads)       # grads: f32 numpy array or torch tensor
+
+`gradwire.torch` (the PyTorch DDP hook) is imported on first use, so `import gradwire` alone never imports
+torch: `gradwire.torch.HookState` works after `import gradwire`, as does `import gradwire.torch`.
 """
+import importlib as _importlib
+
 from ._core import (DTYPES, OPS, AbortedError, BufferTooSmallError, Codec, Comm, ConfigError, CorruptError,
                     Error, ErrorFeedback, InternalError, InvalidArgumentError, MismatchError, NoMemoryError,
                     NotFoundError, PluginError, Request, Runtime, StateError, Sync, TimeoutError, TransportError,
@@ -22,3 +27,14 @@ __all__ = [
     "TransportError", "UnsupportedError", "VersionError", "abi_version", "as_buffer", "dtype_size", "error_class",
     "library_path", "load_library", "status_string", "version",
 ]
+
+
+def __getattr__(name):
+    # PEP 562: the torch submodule on first access (it imports torch, which plain users do not need).
+    if name == "torch":
+        return _importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'gradwire' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"torch"})

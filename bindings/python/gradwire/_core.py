@@ -618,10 +618,29 @@ class Comm(_Handle):
             o.timeout_s = float(timeout)
         self._gather_error = None
         if allgather is not None:
+            # A callback that knows its group (gradwire.torch.allgather_over) gives the rank and world size
+            # left unset, and refuses others here, on every rank alike, before anyone waits for anyone.
+            for key, given in (("world_size", world_size), ("rank", rank)):
+                theirs = getattr(allgather, key, None)
+                if theirs is None:
+                    continue
+                if given is None:
+                    setattr(o, key, int(theirs))
+                elif int(given) != int(theirs):
+                    raise InvalidArgumentError(
+                        f"the communicator's {key} is {int(given)} but its allgather callback's group has "
+                        f"{key} {int(theirs)}: a communicator must span exactly the process group it "
+                        f"gathers over (give {key}={int(theirs)}, or the callback of a group of {int(given)}"
+                        f"{' ranks' if key == 'world_size' else ''})")
+            expected = int(o.world_size) if o.world_size >= 0 else None
+
             def trampoline(_user, data, nbytes, out):
                 try:
                     mine = ctypes.string_at(data, nbytes)
-                    parts = allgather(mine)
+                    parts = list(allgather(mine))
+                    if expected is not None and len(parts) != expected:
+                        raise InvalidArgumentError(f"the allgather callback returned {len(parts)} parts; the "
+                                                   f"communicator has {expected} ranks")
                     joined = b"".join(bytes(p) for p in parts)
                     if any(len(p) != nbytes for p in parts):
                         raise InvalidArgumentError(f"the allgather callback returned parts of "
@@ -639,8 +658,13 @@ class Comm(_Handle):
         st = lib().gw_comm_create(runtime.handle, ctypes.byref(o), ctypes.byref(self._h))
         if st != _lib.GW_OK:
             err = _error(st)
-            if self._gather_error is not None:
-                raise err from self._gather_error
+            ge = self._gather_error
+            if ge is not None:
+                # The runtime cannot see into the callback: what it raised is the message that says why.
+                said = f"{ge.status_name}: {ge.message}" if isinstance(ge, Error) else f"{type(ge).__name__}: {ge}"
+                err.message = f"{err.message}\nThe callback raised {said}"
+                err.args = (err.message,)
+                raise err from ge
             raise err
 
     def _check_thread(self):

@@ -304,6 +304,41 @@ def _candidates(explicit):
     return out
 
 
+def _torch_first(path):
+    """Imports torch before a libgradwire built with CUDA is loaded, when torch is installed and not imported.
+
+    PyPI's torch bundles a CUDA runtime and NCCL (nvidia/*/lib) newer than a system's (/usr/local/cuda).
+    Libraries are shared by soname: whichever is loaded first serves both libgradwire (and its NCCL
+    plugin) and torch. torch does not load over older ones (`import torch` then fails with "undefined
+    symbol: ncclCommResume"), while gradwire runs with torch's newer ones. So torch goes first, which
+    `gradwire.torch` does anyway; `import gradwire` alone still imports no torch (only loading the library
+    does, and only then). GRADWIRE_TORCH_FIRST=0 turns this off."""
+    if "torch" in sys.modules or os.environ.get("GRADWIRE_TORCH_FIRST", "1") == "0":
+        return
+    import importlib.util
+    try:
+        if importlib.util.find_spec("torch") is None:
+            return
+    except (ImportError, ValueError):
+        return
+    if os.path.sep in path:  # a file: only a CUDA build of gradwire needs it
+        try:
+            with open(path, "rb") as f:
+                if b"libcudart.so" not in f.read():
+                    return
+        except OSError:
+            return
+    try:
+        import torch  # noqa: F401
+    except Exception:  # noqa: BLE001 - a broken torch is the application's affair, not the binding's
+        pass
+
+
+def _open(path):
+    _torch_first(path)
+    return ctypes.CDLL(path)
+
+
 def load(explicit=None):
     """Loads libgradwire: an explicit path, GRADWIRE_LIBRARY, the install prefixes, the source tree's
     build/lib, pkg-config, then the dynamic loader's own search (LD_LIBRARY_PATH, ld.so.cache)."""
@@ -312,18 +347,18 @@ def load(explicit=None):
         if origin in ("the path given", "GRADWIRE_LIBRARY"):
             # A path the user named must work: say so instead of silently falling back.
             try:
-                return _declare(ctypes.CDLL(path)), path
+                return _declare(_open(path)), path
             except OSError as e:
                 raise LibraryNotFound(f"cannot load libgradwire from {origin} '{path}': {e}") from None
         if not os.path.exists(path):
             tried.append(f"{path} ({origin}: no such file)")
             continue
         try:
-            return _declare(ctypes.CDLL(path)), path
+            return _declare(_open(path)), path
         except OSError as e:
             tried.append(f"{path} ({origin}: {e})")
     try:
-        return _declare(ctypes.CDLL(SONAME)), SONAME
+        return _declare(_open(SONAME)), SONAME
     except OSError as e:
         tried.append(f"{SONAME} (the dynamic loader's search path: {e})")
     raise LibraryNotFound("cannot find libgradwire; tried:\n  " + "\n  ".join(tried) +

@@ -6,9 +6,12 @@
 
 Design (docs/pytorch.md):
 * gradwire's communicator is made next to the process group, over the application-allgather rendezvous of
-  gradwire.h implemented with the process group (gloo all_gather of byte tensors): no port of its own, so it
-  never collides with torch's TCPStore on MASTER_PORT, and it works under every launcher the process group
-  works under (torchrun, gradwire run, mp.spawn).
+  gradwire.h implemented with torch's c10d store (the default group's store, keys namespaced per group and
+  per hook): no port of its own, so it never collides with torch's TCPStore on MASTER_PORT; it works under
+  every launcher the process group works under (torchrun, gradwire run, mp.spawn) and with any backend
+  (gloo, NCCL), because it never calls the group's collectives.
+* A rank whose own input fails (a bucket of the wrong dtype or device, ...) leaves gradwire's message in the
+  store and fails the communicator on every rank; the others raise with that message instead of waiting.
 * A communicator belongs to the thread that created it, and DDP calls hooks on the autograd thread while the
   backward pass runs. The state therefore owns one progress thread: it creates the communicator, the codecs
   and the error feedback, and runs every gradwire call. The hook only checks the bucket, queues it and
@@ -60,20 +63,94 @@ def init_process_group(backend="gloo", **kw):
     dist.init_process_group(backend, **kw)
 
 
-def allgather_over(process_group=None, timeout=300.0):
-    """An allgather callback for gradwire.Comm over a torch process group: gathers every rank's bytes with
-    all_gather of uint8 tensors, waiting at most `timeout` seconds."""
-    def allgather(data):
-        world = dist.get_world_size(process_group)
-        mine = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
-        parts = [torch.empty_like(mine) for _ in range(world)]
-        work = dist.all_gather(parts, mine, group=process_group, async_op=True)
+def _group_name(process_group):
+    """The process group's name: the same on every member (torch names groups in creation order)."""
+    c10d = dist.distributed_c10d
+    pg = process_group if process_group is not None else c10d._get_default_group()
+    world = getattr(c10d, "_world", None)  # torch 2.x; 1.13 keeps a module-level dict
+    names = world.pg_names if world is not None else getattr(c10d, "_pg_names", {})
+    name = names.get(pg)
+    if name is None:
+        name = getattr(pg, "group_name", None)
+    if name is None:
+        raise _core.StateError("gradwire.torch cannot name this process group (not made by torch.distributed?)")
+    return str(name)
+
+
+def _member(process_group, what):
+    """This process's rank in the group and the group's size; InvalidArgumentError on a non-member."""
+    rank = dist.get_rank(process_group)
+    if rank < 0:
+        raise _core.InvalidArgumentError(
+            f"{what}: this process (rank {dist.get_rank()} of the default group) is not a member of the process "
+            f"group it was given; create it on the group's members only")
+    return rank, dist.get_world_size(process_group)
+
+
+def _has_key(store, key):
+    """Whether the store holds `key`, without waiting (torch 1.13's PrefixStore has no check())."""
+    try:
+        store.wait([key], datetime.timedelta(milliseconds=1))
+        return True
+    except RuntimeError:
+        return False
+
+
+def _store_failed(e):
+    return _core.TransportError(f"torch's store (the rendezvous of gradwire's communicator) failed: {e}; the "
+                                f"process that serves it (the TCPStore on MASTER_ADDR:MASTER_PORT, rank 0 under "
+                                f"torchrun) may have exited")
+
+
+def allgather_over(process_group=None, timeout=300.0, *, store=None, namespace=None):
+    """An allgather callback for gradwire.Comm (the rendezvous of gw_comm_options.allgather) through
+    torch's c10d key-value store, waiting at most `timeout` seconds.
+
+    It never calls the process group's collectives, so it works whatever the group's backend (an NCCL
+    group refuses the CPU tensors a gather of bytes would need). `store` defaults to the default group's
+    store (init_process_group's: TCPStore under torchrun, FileStore for file://); every key is under
+    `namespace`, by default "gradwire/<group name>/<n>", where n counts the callbacks made for that group
+    by this rank (kept in the store, so every rank that makes its callbacks in the same order gets the
+    same n). Each call of the callback (gw_comm_create calls it twice) uses keys of its own.
+
+    The callback carries `rank`, `world_size`, `store` and `namespace` as attributes: gradwire.Comm
+    refuses a world size or rank other than the group's before any rank waits."""
+    rank, world = _member(process_group, "gradwire.torch.allgather_over")
+    if store is None:
+        store = dist.distributed_c10d._get_default_store()
+    if namespace is None:
+        group = _group_name(process_group)
         try:
-            work.wait(datetime.timedelta(seconds=timeout))
+            n = store.add(f"gradwire/{group}/callbacks/{rank}", 1)
         except RuntimeError as e:
-            raise _core.TimeoutError(f"the process group's all_gather (gradwire's rendezvous) did not complete "
-                                     f"within {timeout} s: {e}") from None
-        return [p.numpy().tobytes() for p in parts]
+            raise _store_failed(e) from None
+        namespace = f"gradwire/{group}/{n}"
+    calls = [0]
+
+    def allgather(data):
+        call = calls[0]
+        calls[0] += 1
+        keys = [f"{namespace}/rendezvous/{call}/{r}" for r in range(world)]
+        try:
+            store.set(keys[rank], bytes(data))
+        except RuntimeError as e:
+            raise _store_failed(e) from None
+        try:
+            store.wait(keys, datetime.timedelta(seconds=timeout))
+        except RuntimeError as e:  # c10d's store timeout (DistStoreError in torch 2.x), or a store gone
+            if "timeout" not in str(e).lower():
+                raise _store_failed(e) from None
+            missing = [r for r, k in enumerate(keys) if not _has_key(store, k)]
+            raise _core.TimeoutError(
+                f"gradwire's rendezvous through torch's store did not complete within {timeout} s: rank(s) "
+                f"{missing or '?'} of the process group (size {world}) did not arrive; every rank must create "
+                f"its gradwire hook (or communicator) for this group in the same order ({e})") from None
+        try:
+            return [store.get(k) for k in keys]
+        except RuntimeError as e:
+            raise _store_failed(e) from None
+
+    allgather.rank, allgather.world_size, allgather.store, allgather.namespace = rank, world, store, namespace
     return allgather
 
 
@@ -124,8 +201,11 @@ class HookState:
     The configuration is a gradwire.Runtime, a TOML file (config) or text (text), or keyword arguments:
     codec="topk", error_feedback=True, seed=0, rules=[{"match": "*.bias", "codec": "none"}] and the codec's
     own keys (ratio=0.01, block_size=256, ...). `model` (the module, before or after wrapping in DDP) gives
-    the parameters' names for [[rules]]. `bucket_cap_mb`: the largest bucket accepted (DDP's own
-    bucket_cap_mb); `timeout` (seconds) bounds the rendezvous and every collective ([runtime] timeout_s)."""
+    the parameters' names for [[rules]]; a DDP model also gives its process group when `process_group` is
+    None, and one of another size than `process_group` is refused. `bucket_cap_mb`: the largest bucket
+    accepted (DDP's own bucket_cap_mb); `timeout` (seconds) bounds the rendezvous and every collective
+    ([runtime] timeout_s). The process group may have any backend (gloo, NCCL, ...): the hook never calls
+    its collectives (the rendezvous goes through torch's store, see allgather_over)."""
 
     def __init__(self, runtime=None, *, config=None, text=None, codec=None, error_feedback=None, seed=None,
                  rules=None, model=None, process_group=None, bucket_cap_mb=25, timeout=None, **codec_options):
@@ -151,9 +231,18 @@ class HookState:
         self.rules = list(cfg.get("rules", []))
         self.timeout = float(timeout) if timeout is not None else float(cfg.get("runtime", {}).get("timeout_s", 300))
         self.max_bucket_bytes = int(bucket_cap_mb * 1024 * 1024) if bucket_cap_mb else None
+        ddp_group = getattr(model, "process_group", None) if model is not None else None
+        if process_group is None:
+            process_group = ddp_group
         self.process_group = process_group
-        self.rank = dist.get_rank(process_group)
-        self.world_size = dist.get_world_size(process_group)
+        self.rank, self.world_size = _member(process_group, "gradwire.torch.HookState")
+        if ddp_group is not None and ddp_group is not process_group:
+            ddp_size = dist.get_world_size(ddp_group)
+            if ddp_size != self.world_size:
+                raise _core.InvalidArgumentError(
+                    f"the DDP model's process group has {ddp_size} ranks but the hook's (process_group=) has "
+                    f"{self.world_size}: the hook averages over its own group, so both must be the same group "
+                    f"(leave process_group=None to take the model's)")
         self._names = {}
         if model is not None:
             module = getattr(model, "module", model)
@@ -165,14 +254,19 @@ class HookState:
         self._failed = None       # the error that failed the communicator
         self.bytes_sent = 0       # f32 bytes handed to the collectives (for accounting)
         self.buckets = 0
+        self.device = None        # the device of the first bucket; every later bucket must be on it
         self.comm = None
+        # The rendezvous, and the word a rank leaves when its own input fails it, go through torch's store
+        # under this hook's namespace (allgather_over), never through the group's collectives.
+        gather = allgather_over(process_group, self.timeout)
+        self._store, self._namespace = gather.store, gather.namespace
         ready = threading.Event()
         created = {}
 
         def start():
             try:
                 created["comm"] = Comm(self.runtime, rank=self.rank, world_size=self.world_size,
-                                       allgather=allgather_over(process_group, self.timeout), timeout=self.timeout)
+                                       allgather=gather, timeout=self.timeout)
             except BaseException as e:  # noqa: BLE001 - handed to the creating thread
                 created["error"] = e
                 ready.set()
@@ -184,6 +278,8 @@ class HookState:
         self._thread.start()
         ready.wait()
         if "error" in created:
+            if self._own_runtime:
+                self.runtime.close()
             raise created["error"]
         self.comm = created["comm"]
 
@@ -214,11 +310,12 @@ class HookState:
         return [tuple(r) for r in runs], offset
 
     def submit(self, bucket):
-        fut = torch.futures.Future()
         buf = bucket.buffer()
+        if self._failed is not None:
+            fut = torch.futures.Future()
+            fut.set_exception(self._earlier())
+            return fut
         try:
-            if self._failed is not None:
-                raise self._earlier()
             if buf.dtype != torch.float32:
                 raise _core.InvalidArgumentError(f"gradient bucket {bucket.index()} holds {buf.dtype}; the gradwire hook "
                                                  f"averages float32 gradients (train in float32, or keep this model "
@@ -226,8 +323,12 @@ class HookState:
             if buf.device.type not in ("cpu", "cuda"):
                 raise _core.UnsupportedError(f"gradient bucket {bucket.index()} lives on {buf.device}; the gradwire hook "
                                              f"takes CPU and CUDA tensors")
-            # A CUDA bucket's collectives are ordered on the stream the backward pass queued it on.
-            stream = torch.cuda.current_stream(buf.device) if buf.device.type == "cuda" else None
+            if self.device is None:
+                self.device = buf.device
+            elif buf.device != self.device:
+                raise _core.InvalidArgumentError(
+                    f"gradient bucket {bucket.index()} lives on {buf.device} but this hook's earlier buckets on "
+                    f"{self.device}: a HookState serves one DDP model on one device (one HookState per model)")
             if not buf.is_contiguous():
                 raise _core.InvalidArgumentError(f"gradient bucket {bucket.index()}'s buffer is not contiguous")
             nbytes = buf.numel() * buf.element_size()
@@ -240,8 +341,20 @@ class HookState:
             if total != buf.numel():  # parameters not known (e.g. a buffer DDP built otherwise): one run
                 layout = [(self.codec_name, 0, buf.numel())]
         except _core.Error as e:
+            # This rank will not run this bucket's collective while the others may: the communicator is
+            # failed on every rank, and the others raise with this message (_fail_here).
+            fut = torch.futures.Future()
             fut.set_exception(e)
+            self._queue.put(("fail", e))
             return fut
+        if buf.device.type == "cuda":
+            # The bucket goes to the collectives as a device tensor (gw_tensor memory CUDA: the codecs' CUDA
+            # kernels, docs/nccl.md), ordered on the stream the backward pass queued it on; its future is
+            # one that may hold tensors of that device.
+            stream = torch.cuda.current_stream(buf.device)
+            fut = torch.futures.Future(devices=[buf.device])
+        else:
+            stream, fut = None, torch.futures.Future()
         self._queue.put(("bucket", bucket.index(), buf, layout, stream, fut))
         return fut
 
@@ -260,6 +373,9 @@ class HookState:
                     self._close_all(comm)
                     item[1].set()
                     return
+                if kind == "fail":
+                    self._fail_here(comm, item[1], inflight)
+                    continue
                 if kind == "call":
                     _, fn, done = item
                     try:
@@ -301,7 +417,56 @@ class HookState:
         cls = _core.error_class(e.status) if isinstance(e, _core.Error) else _core.StateError
         return cls(f"the gradwire communicator failed earlier and cannot continue: {getattr(e, 'message', e)}")
 
-    def _fail(self, e, inflight, fut=None):
+    _FAILED_KEY = "failed"
+
+    def _fail_here(self, comm, e, inflight, fut=None):
+        """This rank's own input failed (a bucket it cannot take, a tensor the C side refused at the start):
+        leaves gradwire's message in the store for the other ranks, then fails the communicator on every
+        rank (freeing a collective before it completed does: gw_request_free), so that no rank waits for a
+        collective this one will not start."""
+        first = self._failed is None
+        if first:
+            try:
+                if self._store.add(f"{self._namespace}/{self._FAILED_KEY}/count", 1) == 1:
+                    status = getattr(e, "status", None) or _core.InternalError.status
+                    self._store.set(f"{self._namespace}/{self._FAILED_KEY}",
+                                    f"{int(status)}\n{self.rank}\n{getattr(e, 'message', e)}".encode())
+            except Exception:  # noqa: BLE001 - a store that is gone: the failure still reaches the peers
+                pass
+        had_inflight = bool(inflight)
+        self._fail(e, inflight, fut, lookup=False)
+        if first and not had_inflight:
+            try:
+                comm.barrier_start().free()
+            except _core.Error:
+                pass  # the communicator has failed already
+
+    def _peer_failure(self, e):
+        """The error to raise for `e` when another rank failed first on its own input and said why in the
+        store: its class and message, with what this rank saw; else `e`."""
+        try:
+            # The count is 1 once a rank has set the message (it sets it before it fails the others).
+            if self._store.add(f"{self._namespace}/{self._FAILED_KEY}/count", 0) == 0:
+                return e
+            key = f"{self._namespace}/{self._FAILED_KEY}"
+            self._store.wait([key], datetime.timedelta(seconds=5))
+            status, rank, message = self._store.get(key).decode(errors="replace").split("\n", 2)
+            status, rank = int(status), int(rank)
+        except Exception:  # noqa: BLE001 - no word from the others (or no store): this rank's own error
+            return e
+        if rank == self.rank:
+            return e
+        cls = _core.error_class(status)
+        here = f"{e.status_name}: {e.message}" if isinstance(e, _core.Error) else str(e)
+        err = cls(f"rank {rank} of the process group failed on its input: {message} (so this rank's collective "
+                  f"failed too: {here})")
+        if cls is _core.Error:
+            err.status = status
+        return err
+
+    def _fail(self, e, inflight, fut=None, lookup=True):
+        if lookup and self._failed is None:
+            e = self._peer_failure(e)
         if self._failed is None:
             self._failed = e
         futs = [fut] if fut is not None else []
@@ -373,7 +538,11 @@ class HookState:
         except _core.Error as e:
             for r in reqs:
                 inflight.append([r, fut, buf, False])
-            self._fail(e, inflight, fut)
+            if e.status in (_core.InvalidArgumentError.status, _core.UnsupportedError.status) and \
+                    self._failed is None:
+                self._fail_here(comm, e, inflight, fut)  # the C side refused this rank's tensor
+            else:
+                self._fail(e, inflight, fut)
             return
         for j, r in enumerate(reqs):
             inflight.append([r, fut, buf, j == len(reqs) - 1])

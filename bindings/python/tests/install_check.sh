@@ -5,12 +5,21 @@
 set -euo pipefail
 py="$1" lib="$2" work="$3"
 src="$(cd "$(dirname "$0")/.." && pwd)"
-if ! "$py" -c "import venv, ensurepip, setuptools, wheel" 2>/dev/null; then
-  echo "SKIP: $py lacks venv/ensurepip, setuptools or wheel (Debian: python3-venv python3-setuptools python3-wheel)"
+skip() {
+  echo "SKIP: $1 lacks venv/ensurepip, setuptools or wheel (Debian: python3-venv python3-setuptools python3-wheel)"
   exit 77
-fi
+}
+"$py" -c "import venv, ensurepip" 2>/dev/null || skip "$py"
 rm -rf "$work"
 "$py" -m venv --system-site-packages "$work/venv"
+# PYTHON itself in a virtual environment (.venv-torch, torch 2.x): the fresh one is made from its base
+# interpreter, so it also sees PYTHON's packages, through a .pth file, ahead of the system's.
+parent=$("$py" -c 'import sys, sysconfig; print(sysconfig.get_paths()["purelib"] if sys.prefix != sys.base_prefix else "")')
+if [ -n "$parent" ]; then
+  "$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' | {
+    read -r site; echo "$parent" > "$site/gw-parent-venv.pth"; }
+fi
+"$work/venv/bin/python" -c "import setuptools, wheel" 2>/dev/null || skip "a virtual environment of $py"
 # A copy of the package folder: pip must not write build/ or *.egg-info into the source tree.
 cp -r "$src" "$work/src"
 rm -rf "$work/src/tests" "$work/src/build" "$work/src"/*.egg-info
@@ -25,6 +34,7 @@ with gradwire.Runtime(text='[codec]\nname = "int8"\n') as rt, gradwire.Comm(rt) 
     comm.allreduce_compressed(int8, grads)           # average over the ranks, in place
     print(comm.rank, comm.size, grads[:4])
     assert np.allclose(grads, 1.0)
-import gradwire.torch
+import gradwire.torch, torch
+print("torch", torch.__version__, "from", torch.__file__)
 print("ok: README example ran from the installed package")
 PY

@@ -1,5 +1,7 @@
 """PyTorch DDP with gradwire's hook, 4 ranks with torchrun's variables: parameters stay identical across ranks,
-the hook's average equals DDP's own allreduce, and a rank dying mid-training makes every other rank raise."""
+the hook's average equals DDP's own allreduce, and a rank dying mid-training makes every other rank raise.
+2 ranks: the hook works over a process group whose collectives refuse CPU tensors (as NCCL's do), and bad
+input on one rank or every rank makes every rank raise gradwire's message."""
 import os
 import shutil
 import subprocess
@@ -45,6 +47,67 @@ def test_hook_averages_like_ddp_allreduce(tmp_path):
     print(out)  # shown by pytest when the test fails
     assert r.returncode == 0, out
     assert out.count(" ok") >= RANKS, out
+
+
+def start_ranks(n, script, *args, **env):
+    """Starts n ranks of ranks/SCRIPT with torchrun's variables (no torchrun: it would stop the others when one
+    rank fails) and returns [(exit status, output)], killing a rank that runs past the hang guard."""
+    port = free_port()
+    procs = []
+    for rank in range(n):
+        e = child_env(RANK=rank, WORLD_SIZE=n, LOCAL_RANK=rank, MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
+                      OMP_NUM_THREADS=1, **env)
+        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "ranks", script), *args], env=e,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    results = []
+    for p in procs:
+        try:
+            out = p.communicate(timeout=HANG_GUARD_S)[0]
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out = p.communicate()[0] + "\n(hung)"
+        results.append((p.returncode, out))
+    print("\n".join(f"--- rank {i} (exit {rc})\n{out}" for i, (rc, out) in enumerate(results)))  # on failure
+    return results
+
+
+def test_rendezvous_never_calls_the_process_groups_collectives():
+    """torch.distributed's collectives raise on CPU tensors from before the hook is made to the end of training
+    (as an NCCL group's would): the hook's rendezvous goes through torch's store, and its average still equals
+    DDP's own allreduce."""
+    results = start_ranks(2, "ddp.py", "--refuse-cpu-collectives", "--codec", "none", "--steps", "3", "--compare")
+    for rank, (rc, out) in enumerate(results):
+        assert rc == 0, out
+        assert "refused like NCCL" not in out, out
+        assert f"rank {rank} parameters identical across ranks: True" in out, out
+        assert f"rank {rank} ok" in out, out
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("codecs", [("MismatchError", "config key 'codec.name': \"fp16\" vs \"int8\" on rank 0")] * 2),
+    ("rules", [("MismatchError", "config key 'rules.0.codec' = \"none\" is not on rank 0")] * 2),
+    ("group-size", [("InvalidArgumentError", "DDP model's process group has 2 ranks but the hook's"),
+                    ("InvalidArgumentError", "not a member of the process group")]),
+    ("comm-size", [("InvalidArgumentError", "world_size is 3 but its allgather callback's group has world_size 2")]
+     * 2),
+    ("device", [("UnsupportedError", "rank 1 of the process group failed on its input: gradient bucket 0 lives on "
+                                     "meta"),
+                ("UnsupportedError", "gradient bucket 0 lives on meta")]),
+])
+def test_bad_input_raises_on_every_rank(case, expected):
+    results = start_ranks(2, "bad_input.py", case)
+    for rank, ((rc, out), (cls, text)) in enumerate(zip(results, expected)):
+        assert rc == 0, out
+        assert f"rank {rank} raised " in out, out
+        said = out[out.index(f"rank {rank} raised "):]  # gradwire's message may span lines
+        assert said.startswith(f"rank {rank} raised {cls}: ") and text in said, said
+
+
+def test_rendezvous_names_a_rank_that_does_not_arrive():
+    (rc0, out0), (rc1, out1) = start_ranks(2, "bad_input.py", "missing")
+    assert rc1 == 0 and "rank 1 makes no hook" in out1, out1
+    assert rc0 == 0, out0
+    assert "rank 0 raised TimeoutError: GW_ERR_TIMEOUT" in out0 and "rank(s) [1] of the process group" in out0, out0
 
 
 def test_a_rank_dying_mid_training_raises_on_the_others():

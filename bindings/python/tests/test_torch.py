@@ -189,3 +189,111 @@ def test_cuda_tensors_refused_where_a_host_payload_is_written():
     with gradwire.Codec(rt, "int8") as codec, pytest.raises(gradwire.UnsupportedError, match=r"\.cpu\(\)"):
         codec.encode(_CudaTensorStandIn())
     rt.close()
+
+
+def test_import_gradwire_gives_the_torch_submodule_lazily():
+    """`import gradwire` does not import torch; `gradwire.torch.HookState` then works (PEP 562)."""
+    import subprocess
+    import sys
+    from conftest import PACKAGE_ROOT
+    code = ("import sys, gradwire\n"
+            "assert 'torch' not in sys.modules and 'gradwire.torch' not in sys.modules, 'imported eagerly'\n"
+            "assert 'torch' in dir(gradwire)\n"
+            "h = gradwire.torch.HookState\n"
+            "import gradwire.torch as gwt\n"
+            "assert h is gwt.HookState and 'torch' in sys.modules\n"
+            "try:\n    gradwire.no_such_thing\nexcept AttributeError as e:\n    assert 'no_such_thing' in str(e)\n"
+            "else:\n    raise SystemExit('no AttributeError')\n"
+            "print('lazy ok')\n")
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "lazy ok" in r.stdout, r.stdout + r.stderr
+
+
+def _refuse_collectives(monkeypatch):
+    """torch.distributed's collectives raise, as an NCCL group's do on CPU tensors."""
+    import torch.distributed.distributed_c10d as c10d
+
+    def refuse(*a, **k):
+        raise RuntimeError("refused like NCCL")
+    for name in ("all_gather", "all_gather_object", "broadcast", "broadcast_object_list", "all_reduce", "barrier",
+                 "gather", "scatter", "all_gather_into_tensor"):
+        for mod in (dist, c10d):
+            if hasattr(mod, name):
+                monkeypatch.setattr(mod, name, refuse)
+
+
+def test_rendezvous_goes_through_the_store_not_the_group(group, monkeypatch):
+    _refuse_collectives(monkeypatch)
+    model = model_of()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    with gwt.HookState(codec="int8", model=ddp) as state:  # the DDP model gives its process group
+        ddp.register_comm_hook(state, gwt.hook)
+        step(ddp)
+        assert state.buckets >= 1
+    # Each callback has a namespace of its own in the store, and each of its calls keys of its own.
+    a, b = gwt.allgather_over(), gwt.allgather_over()
+    assert a.namespace != b.namespace and a.namespace.startswith("gradwire/")
+    assert (a.rank, a.world_size) == (0, 1)
+    assert a(b"first") == [b"first"] and a(b"second") == [b"second"]
+    assert gwt._has_key(a.store, f"{a.namespace}/rendezvous/1/0")  # what names missing ranks on a timeout
+    assert not gwt._has_key(a.store, f"{a.namespace}/rendezvous/2/0")
+
+
+def test_comm_refuses_a_callback_of_another_group_size(group):
+    with gradwire.Runtime() as rt:
+        with pytest.raises(gradwire.InvalidArgumentError, match="world_size is 2 but its allgather callback's group"):
+            gradwire.Comm(rt, world_size=2, allgather=gwt.allgather_over(timeout=5))
+        with pytest.raises(gradwire.InvalidArgumentError, match="rank is 1"):
+            gradwire.Comm(rt, rank=1, world_size=1, allgather=gwt.allgather_over(timeout=5))
+        # Left unset, the rank and world size are the callback's group's.
+        with gradwire.Comm(rt, allgather=gwt.allgather_over(timeout=30)) as comm:
+            assert (comm.rank, comm.size) == (0, 1)
+
+
+class _Bucket:
+    def __init__(self, buffer, index=0):
+        self._buffer, self._index = buffer, index
+
+    def index(self):
+        return self._index
+
+    def buffer(self):
+        return self._buffer
+
+    def parameters(self):
+        return []
+
+
+def test_bucket_on_another_device_than_the_first_fails_the_hook(group, monkeypatch):
+    class Stream:
+        cuda_stream = 0
+
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: Stream())
+    with gwt.HookState(codec="int8") as state:
+        ones = torch.ones(100)
+        assert torch.equal(state.submit(_Bucket(ones)).wait(), torch.ones(100))
+        assert state.device == torch.device("cpu")
+        with pytest.raises(gradwire.InvalidArgumentError,
+                           match="lives on cuda:1 but this hook's earlier buckets on cpu"):
+            state.submit(_Bucket(_CudaTensorStandIn(), 1)).wait()
+        # This rank's own bad input failed the communicator: every later bucket says so at once.
+        with pytest.raises(gradwire.Error, match="failed earlier"):
+            state.submit(_Bucket(torch.ones(100))).wait()
+
+
+def test_torch_imports_after_a_runtime_was_made_first():
+    """A CUDA build of libgradwire loaded before torch would give torch an older CUDA runtime and NCCL (the
+    system's) than its own, and `import torch` would fail: the binding imports torch before such a library."""
+    import subprocess
+    import sys
+    from conftest import PACKAGE_ROOT
+    code = ("import gradwire\n"
+            "with gradwire.Runtime() as rt:\n    rt.plugins()\n"
+            "import torch\n"
+            "torch.ones(2).sum()\n"
+            "print('torch after gradwire ok', torch.__version__)\n")
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+    env.pop("GRADWIRE_TORCH_FIRST", None)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "torch after gradwire ok" in r.stdout, r.stdout + r.stderr

@@ -6,6 +6,11 @@ trains a small MLP for a few steps with gradwire's hook and checks that every ra
                                                       that the hook averaged the same (within fp32 rounding)
   ddp.py --die-rank 2 --die-step 3                    that rank exits mid-training; the others must raise a
                                                       gradwire error with its message (prints "raised ...")
+  ddp.py --refuse-cpu-collectives                     torch.distributed's collectives raise on CPU tensors, as
+                                                      an NCCL group does, from before the hook is made until
+                                                      training ends: the hook must not call them
+  ddp.py --backend nccl --device cuda --save F        a GPU run (tests/gpu/check.sh); --save writes the final
+                                                      parameters (torch.save) for a comparison across runs
 """
 import argparse
 import os
@@ -33,6 +38,35 @@ def flat(model):
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
+_COLLECTIVES = ("all_gather", "all_gather_object", "all_gather_into_tensor", "_all_gather_base", "all_reduce",
+                "broadcast", "broadcast_object_list", "gather", "gather_object", "scatter", "scatter_object_list",
+                "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier",
+                "monitored_barrier", "send", "recv", "isend", "irecv")
+
+
+def refuse_cpu_collectives():
+    """Makes torch.distributed's collectives raise as an NCCL process group does on CPU tensors (objects and
+    barriers, which NCCL would run on a device, raise too). Returns the function that restores them."""
+    import torch.distributed.distributed_c10d as c10d
+    saved = []
+
+    def refusing(name):
+        def refuse(*args, **kwargs):
+            raise RuntimeError(f"refused like NCCL: torch.distributed.{name} called with CPU tensors "
+                               f"(the gradwire hook must not use the process group's collectives)")
+        return refuse
+
+    for name in _COLLECTIVES:
+        for mod in (dist, c10d):
+            if hasattr(mod, name):
+                saved.append((mod, name, getattr(mod, name)))
+                setattr(mod, name, refusing(name))
+    def restore():
+        for mod, name, fn in saved:
+            setattr(mod, name, fn)
+    return restore
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--codec", default="int8")
@@ -43,28 +77,39 @@ def main():
     p.add_argument("--die-step", type=int, default=3)
     p.add_argument("--bucket-cap-mb", type=float, default=0.1)
     p.add_argument("--timeout", type=float, default=120.0, help="gradwire's rendezvous and collectives")
+    p.add_argument("--refuse-cpu-collectives", action="store_true")
+    p.add_argument("--backend", default="gloo")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda (each rank its LOCAL_RANK's device)")
+    p.add_argument("--save", default=None, help="torch.save the final parameters (on the CPU) to this file")
     args = p.parse_args()
     torch.set_num_threads(1)
-    gwt.init_process_group("gloo")
+    gwt.init_process_group(args.backend)
     rank, world = dist.get_rank(), dist.get_world_size()
-    model = model_of(1)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
+    device = torch.device("cpu")
+    ddp_kw = {}
+    if args.device == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        ddp_kw = {"device_ids": [device.index]}
+    model = model_of(1).to(device)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb, **ddp_kw)
+    if args.compare:
+        ref_model = model_of(1).to(device)
+        ref = torch.nn.parallel.DistributedDataParallel(ref_model, bucket_cap_mb=args.bucket_cap_mb, **ddp_kw)
+        ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
+    restore = refuse_cpu_collectives() if args.refuse_cpu_collectives else (lambda: None)
     opts = {"ratio": 0.05} if args.codec == "topk" else {}
     state = gwt.HookState(codec=args.codec, error_feedback=args.error_feedback, model=model, timeout=args.timeout,
                           bucket_cap_mb=25, **opts)
     ddp.register_comm_hook(state, gwt.hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
-    if args.compare:
-        ref_model = model_of(1)
-        ref = torch.nn.parallel.DistributedDataParallel(ref_model, bucket_cap_mb=args.bucket_cap_mb)
-        ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
     loss_fn = torch.nn.CrossEntropyLoss()
     try:
         for step in range(args.steps):
             if rank == args.die_rank and step == args.die_step:
                 print(f"rank {rank} dies at step {step}", flush=True)
                 os._exit(3)
-            x, y = batch(rank, step)
+            x, y = (t.to(device) for t in batch(rank, step))
             opt.zero_grad()
             loss_fn(ddp(x), y).backward()
             opt.step()
@@ -78,6 +123,7 @@ def main():
     if args.die_rank >= 0:
         print(f"rank {rank}: no error although rank {args.die_rank} died", flush=True)
         os._exit(1)
+    restore()
     # Every rank holds the same parameters.
     mine = flat(model)
     every = [torch.empty_like(mine) for _ in range(world)]
@@ -97,6 +143,8 @@ def main():
           f"buckets {state.buckets}", flush=True)
     if args.error_feedback and args.codec != "none":
         ok = ok and has_ef
+    if args.save and rank == 0:
+        torch.save(mine.cpu(), args.save)
     state.close()
     dist.destroy_process_group()
     print(f"rank {rank} {'ok' if ok else 'FAILED'}", flush=True)
