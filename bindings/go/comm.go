@@ -137,6 +137,38 @@ func (c *Comm) AllreduceCompressedEF(ef *ErrorFeedback, ctx CodecContext, in, ou
 		C.uint64_t(len(in)), ptr(out), C.uint64_t(len(out)), C.int(op), nil, &msg), msg)
 }
 
+// ReduceScatterCompressed: out = this rank's shard of in (Size() shards of len(out)) summed (or averaged)
+// over all ranks through codec's payloads; each shard is encoded once by every other rank and summed in
+// f32 in rank order by its owner.
+func (c *Comm) ReduceScatterCompressed(codec *Codec, ctx CodecContext, in, out []float32, op ReduceOp) error {
+	var msg *C.char
+	return call(C.go_reduce_scatter_compressed(c.raw, codec.raw, nil, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step),
+		ptr(in), C.uint64_t(len(in)), ptr(out), C.uint64_t(len(out)), C.int(op), nil, &msg), msg)
+}
+
+// ReduceScatterCompressedEF is ReduceScatterCompressed with error feedback on every encoding of
+// another rank's shard. One ErrorFeedback per tensor, the same length every call.
+func (c *Comm) ReduceScatterCompressedEF(ef *ErrorFeedback, ctx CodecContext, in, out []float32, op ReduceOp) error {
+	var msg *C.char
+	return call(C.go_reduce_scatter_compressed(c.raw, nil, ef.raw, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step),
+		ptr(in), C.uint64_t(len(in)), ptr(out), C.uint64_t(len(out)), C.int(op), nil, &msg), msg)
+}
+
+// AllgatherCompressed: out (Size() * len(in)) receives every rank's in, in rank order, as codec decodes
+// it; every rank decodes the same payloads (its own too), so every rank holds the same bits.
+func (c *Comm) AllgatherCompressed(codec *Codec, ctx CodecContext, in, out []float32) error {
+	var msg *C.char
+	return call(C.go_allgather_compressed(c.raw, codec.raw, nil, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step),
+		ptr(in), C.uint64_t(len(in)), ptr(out), C.uint64_t(len(out)), nil, &msg), msg)
+}
+
+// AllgatherCompressedEF is AllgatherCompressed with error feedback on this rank's encoding.
+func (c *Comm) AllgatherCompressedEF(ef *ErrorFeedback, ctx CodecContext, in, out []float32) error {
+	var msg *C.char
+	return call(C.go_allgather_compressed(c.raw, nil, ef.raw, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step),
+		ptr(in), C.uint64_t(len(in)), ptr(out), C.uint64_t(len(out)), nil, &msg), msg)
+}
+
 // Buffer is memory allocated in C by the binding, for nonblocking operations: gradwire keeps its
 // address until the request completes, which the cgo rules forbid for Go memory. Slice() views it.
 // Free refuses (ErrState) while a request uses it.
@@ -285,6 +317,34 @@ func (c *Comm) AllreduceCompressedEFStart(ef *ErrorFeedback, ctx CodecContext, i
 	var msg *C.char
 	s := C.go_allreduce_compressed_ef(c.raw, ef.raw, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step), in.p,
 		C.uint64_t(in.n), out.p, C.uint64_t(out.n), C.int(op), &r, &msg)
+	return track(s, msg, r, release)
+}
+
+// ReduceScatterCompressedStart starts a compressed reduce-scatter; the codec belongs to the request until
+// it completes.
+func (c *Comm) ReduceScatterCompressedStart(codec *Codec, ctx CodecContext, in, out *Buffer[float32], op ReduceOp) (*Request, error) {
+	release, err := use(in, out)
+	if err != nil {
+		return nil, err
+	}
+	var r *C.gw_request
+	var msg *C.char
+	s := C.go_reduce_scatter_compressed(c.raw, codec.raw, nil, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step), in.p,
+		C.uint64_t(in.n), out.p, C.uint64_t(out.n), C.int(op), &r, &msg)
+	return track(s, msg, r, release)
+}
+
+// AllgatherCompressedStart starts a compressed allgather; the codec belongs to the request until it
+// completes.
+func (c *Comm) AllgatherCompressedStart(codec *Codec, ctx CodecContext, in, out *Buffer[float32]) (*Request, error) {
+	release, err := use(in, out)
+	if err != nil {
+		return nil, err
+	}
+	var r *C.gw_request
+	var msg *C.char
+	s := C.go_allgather_compressed(c.raw, codec.raw, nil, C.uint64_t(ctx.Seed), C.uint64_t(ctx.Step), in.p,
+		C.uint64_t(in.n), out.p, C.uint64_t(out.n), &r, &msg)
 	return track(s, msg, r, release)
 }
 

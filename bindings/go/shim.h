@@ -124,6 +124,30 @@ static inline gw_status go_allreduce_compressed_ef(gw_comm* c, gw_error_feedback
   if (req) return keep(gw_allreduce_compressed_ef_start(c, ef, &x, &i, &o, (gw_reduce_op)op, req), err);
   return keep(gw_allreduce_compressed_ef(c, ef, &x, &i, &o, (gw_reduce_op)op), err);
 }
+static inline gw_status go_reduce_scatter_compressed(gw_comm* c, gw_codec* codec, gw_error_feedback* ef, uint64_t seed,
+                                                    uint64_t step, void* in, uint64_t nin, void* out, uint64_t nout,
+                                                    int op, gw_request** req, char** err) {
+  gw_codec_context x = GW_CODEC_CONTEXT_INIT;
+  x.seed = seed;
+  x.step = step;
+  gw_tensor i = tensor(GW_DTYPE_F32, in, nin), o = tensor(GW_DTYPE_F32, out, nout);
+  if (ef && req) return keep(gw_reduce_scatter_compressed_ef_start(c, ef, &x, &i, &o, (gw_reduce_op)op, req), err);
+  if (ef) return keep(gw_reduce_scatter_compressed_ef(c, ef, &x, &i, &o, (gw_reduce_op)op), err);
+  if (req) return keep(gw_reduce_scatter_compressed_start(c, codec, &x, &i, &o, (gw_reduce_op)op, req), err);
+  return keep(gw_reduce_scatter_compressed(c, codec, &x, &i, &o, (gw_reduce_op)op), err);
+}
+static inline gw_status go_allgather_compressed(gw_comm* c, gw_codec* codec, gw_error_feedback* ef, uint64_t seed,
+                                               uint64_t step, void* in, uint64_t nin, void* out, uint64_t nout,
+                                               gw_request** req, char** err) {
+  gw_codec_context x = GW_CODEC_CONTEXT_INIT;
+  x.seed = seed;
+  x.step = step;
+  gw_tensor i = tensor(GW_DTYPE_F32, in, nin), o = tensor(GW_DTYPE_F32, out, nout);
+  if (ef && req) return keep(gw_allgather_compressed_ef_start(c, ef, &x, &i, &o, req), err);
+  if (ef) return keep(gw_allgather_compressed_ef(c, ef, &x, &i, &o), err);
+  if (req) return keep(gw_allgather_compressed_start(c, codec, &x, &i, &o, req), err);
+  return keep(gw_allgather_compressed(c, codec, &x, &i, &o), err);
+}
 static inline gw_status go_error_feedback_create(gw_codec* c, gw_error_feedback** ef, char** err) {
   return keep(gw_error_feedback_create(c, ef), err);
 }

@@ -82,11 +82,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--quick", args->options.quick, "Small sizes: a smoke run");
   cmd->add_option("--config", args->options.config, "TOML file for the runtime");
-  cmd->add_option("--link", args->options.link, "Place ranks behind emulated links of this rate (e.g. 1gbit; P5: a list)");
+  cmd->add_option("--link", args->options.link, "Place ranks behind emulated links of this rate (e.g. 1gbit; P5, P8: a list)");
   cmd->add_option("--transport", args->options.transport,
                   "Transport plugin the ranks use ([transport] inter, e.g. tcp_example); default: the configuration's");
-  cmd->add_option("--ranks", args->options.ranks, "P5: ranks (default 4)")->check(CLI::Range(2, 64));
-  cmd->add_option("--bytes", args->options.bytes, "P5: f32 bytes reduced (default 100 MB)")
+  cmd->add_option("--ranks", args->options.ranks, "P5, P8: ranks (default 4)")->check(CLI::Range(2, 64));
+  cmd->add_option("--bytes", args->options.bytes, "P5, P8: f32 bytes of the whole buffer (default 100 MB)")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 34));
   cmd->add_option("--model", args->options.model, "P4, P5, P7: a cost model (gradwire calibrate) whose predictions to add");
   cmd->callback([&exit_code, args] { exit_code = run(*args); });

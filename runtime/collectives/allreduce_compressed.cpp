@@ -159,12 +159,20 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
         break;
     }
   }
-  if (a.stats) {
-    a.stats->raw_bytes += 4 * a.count;
-    a.stats->wire_bytes += c.bytes_sent();
-    a.stats->encode_seconds += ops.encode_seconds();
-    a.stats->decode_seconds += ops.decode_seconds();
-  }
+  book(a.stats, c, ops, 4 * a.count);
+}
+
+void book(CompressedStats* stats, const Collective& c, const CodecOps& ops, uint64_t raw_bytes) {
+  if (stats == nullptr) return;
+  stats->raw_bytes += raw_bytes;
+  stats->wire_bytes += c.bytes_sent();
+  stats->encode_seconds += ops.encode_seconds();
+  stats->decode_seconds += ops.decode_seconds();
+}
+
+bool overlap(const void* a, uint64_t a_bytes, const void* b, uint64_t b_bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
 }
 
 Task allreduce_local(CodecOps& ops, float* buf, uint64_t count, gw_reduce_op, uint64_t chunk_elements) {

@@ -120,6 +120,34 @@ Task allreduce_compressed(Collective& c, CompressedArgs args);
 Task allreduce_dense(Collective& c, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,
                      uint64_t ring_threshold_bytes);
 
+// Compressed reduce-scatter and allgather: one shard of `count` f32 elements per rank, in host memory.
+// Reduce-scatter: `in` holds world_size shards (shard b at in + b * count) and rank r's `out` receives
+// the sum (or average) of every rank's shard r. Allgather: `in` is this rank's shard and `out` receives
+// every rank's shard in rank order, decoded (this rank's own too). Behaviour: docs/collectives.md.
+struct ShardArgs {
+  Codec* codec = nullptr;
+  ErrorFeedback* ef = nullptr;  // around `codec`, or nullptr; residuals keyed by each piece's element offset
+  gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+  const float* in = nullptr;
+  float* out = nullptr;  // may overlap `in` in any way: overlapping results are staged and copied at the end
+  uint64_t count = 0;    // the shard's elements
+  gw_reduce_op op = GW_REDUCE_SUM;   // reduce-scatter: sum or avg (divided once, by the owner)
+  uint64_t chunk_elements = 1 << 18;  // pipelining granularity ([collectives] pipeline_chunk_bytes / 4)
+  CompressedStats* stats = nullptr;  // filled when the collective completes; may be nullptr
+};
+
+// A codec whose payloads are its values (none) takes gw_reduce_scatter's ring and gives its bits. Any
+// other codec: every rank encodes each piece of every other rank's shard once and sends it to that
+// shard's owner, which decodes the contributions and sums them in f32 in rank order 0, 1, ..., n - 1
+// (its own shard unencoded at its own place in that order): one hop, the same sum whichever rank
+// computes it, pipelined piece by piece. Message number: the piece.
+Task reduce_scatter_compressed(Collective& c, ShardArgs args);
+
+// A codec whose payloads are its values (none) takes gw_allgather's ring. Any other codec: every rank
+// encodes each piece of its shard once, sends the payload to every other rank and decodes it into its
+// own place of out too, so every rank holds the same bits of every shard. Message number: the piece.
+Task allgather_compressed(Collective& c, ShardArgs args);
+
 // Encoding and decoding as the compressed algorithms see them: f32 pieces identified by their element
 // offset, error feedback applied to every encoding this rank makes, time accounted.
 class CodecOps {
@@ -152,6 +180,13 @@ class CodecOps {
   double encode_seconds_ = 0;
   double decode_seconds_ = 0;
 };
+
+// Adds what a collective cost this rank to `stats` (nothing when it is nullptr): `raw_bytes` f32 bytes,
+// the bytes it sent and its codec time.
+void book(CompressedStats* stats, const Collective& c, const CodecOps& ops, uint64_t raw_bytes);
+
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte.
+bool overlap(const void* a, uint64_t a_bytes, const void* b, uint64_t b_bytes);
 
 // A buffer cut into pieces for pipelining: piece i covers elements [offset[i], offset[i] + count[i]).
 struct Pieces {

@@ -1,5 +1,7 @@
 #include "comm/allreduce_start.hpp"
 
+#include <algorithm>
+
 #include "collectives/two_level.hpp"
 namespace gw::comm {
 namespace {
@@ -32,6 +34,16 @@ gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs 
   }
   const auto algorithm = [a, finish](Collective& c) { return then(coll::allreduce_compressed(c, a), finish); };
   return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
+}
+
+gw_request* start_shards_compressed(Communicator& comm, CollectiveKind kind, coll::ShardArgs a,
+                                    std::function<void()> finish) {
+  a.chunk_elements = std::max<uint64_t>(1, comm.settings().pipeline_chunk_bytes / 4);
+  const bool scatter = kind == CollectiveKind::ReduceScatter;
+  const Signature s{kind, scatter ? a.op : GW_REDUCE_SUM, GW_DTYPE_F32, a.count, 0, a.codec->id()};
+  return comm.start_collective(s, [a, scatter, finish](Collective& c) {
+    return then(scatter ? coll::reduce_scatter_compressed(c, a) : coll::allgather_compressed(c, a), finish);
+  });
 }
 
 gw_request* start_allreduce_dense(Communicator& comm, void* buf, uint64_t count, gw_dtype dtype, gw_reduce_op op,

@@ -1,5 +1,6 @@
 // Starting an allreduce on a communicator, dense or compressed: the one place the C ABI (gw_allreduce,
 // gw_allreduce_compressed) and the synchronizer (its buckets, exempt buckets and parameters) start them.
+// The compressed reduce-scatter and allgather start here too.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,12 @@ namespace gw::comm {
 gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs args,
                                        std::optional<uint32_t> seq = std::nullopt,
                                        std::function<void()> finish = {});
+
+// Starts the compressed reduce-scatter (kind ReduceScatter) or allgather (kind Allgather) of `args` with
+// the communicator's pipelining; the headers carry the kind, op, shard count and codec id, so ranks that
+// disagree fail with GW_ERR_MISMATCH. `finish` as for start_allreduce_compressed.
+gw_request* start_shards_compressed(Communicator& comm, CollectiveKind kind, coll::ShardArgs args,
+                                    std::function<void()> finish = {});
 
 // Starts the dense allreduce of `count` elements at buf (in place), ring or recursive doubling by the
 // communicator's threshold. With `stats`, the bytes are booked there when it completes (raw: the

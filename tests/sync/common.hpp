@@ -81,6 +81,40 @@ inline void check_identical(gw_comm* comm, const void* data, size_t bytes, const
     if (all[r] != all[0]) die(what + ": rank " + std::to_string(r) + "'s result differs from rank 0's");
 }
 
+// A codec as the compressed collectives drive it, for the serial emulations of their algorithms: each
+// piece encoded with the context the runtime gives it (the seed drawn from the piece's element offset,
+// the communicator's world size) through gw_codec_encode, and decoded through gw_codec_decode.
+struct PieceCodec {
+  gw_codec* codec = nullptr;
+  gw_codec_properties props = GW_CODEC_PROPERTIES_INIT;
+
+  static gw_codec_context context(uint64_t offset, uint64_t seed) {
+    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+    ctx.seed = seed ^ (offset * 0x9e3779b97f4a7c15ull);
+    ctx.world_size = uint32_t(g_size);
+    return ctx;
+  }
+  std::vector<unsigned char> encode(const float* x, uint64_t count, uint64_t offset, uint64_t seed) const {
+    uint64_t cap = 0;
+    check(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &cap), "max_encoded_size");
+    std::vector<unsigned char> p(cap);
+    const gw_codec_context ctx = context(offset, seed);
+    gw_tensor t = f32(const_cast<float*>(x), count);
+    uint64_t size = 0;
+    check(gw_codec_encode(codec, &ctx, &t, p.data(), p.size(), &size), "encode");
+    p.resize(size);
+    return p;
+  }
+  // With the context of the piece at `offset` (the default: seed 0).
+  void decode(const std::vector<unsigned char>& p, float* out, uint64_t count, bool accumulate, uint64_t offset = 0,
+              uint64_t seed = 0) const {
+    const gw_codec_context ctx = context(offset, seed);
+    gw_tensor t = f32(out, count);
+    check(gw_codec_decode(codec, &ctx, p.data(), p.size(), &t, accumulate ? uint32_t(GW_DECODE_ACCUMULATE) : 0u),
+          "decode");
+  }
+};
+
 inline gw_runtime* make_runtime(const std::string& toml) { return gwrank::make_runtime(toml, "MP_TIMEOUT_S"); }
 
 }  // namespace synctest

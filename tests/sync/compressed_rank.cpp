@@ -31,30 +31,7 @@ const CodecCase kCodecs[] = {
     {"randomk", "[codec.randomk]\nratio = 0.1\n"},
 };
 
-struct Codec {
-  gw_codec* codec = nullptr;
-  gw_codec_properties props = GW_CODEC_PROPERTIES_INIT;
-
-  std::vector<unsigned char> encode(const float* x, uint64_t count, uint64_t offset, uint64_t seed) const {
-    uint64_t cap = 0;
-    check(gw_codec_max_encoded_size(codec, GW_DTYPE_F32, count, &cap), "max_encoded_size");
-    std::vector<unsigned char> p(cap);
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    ctx.seed = seed ^ (offset * 0x9e3779b97f4a7c15ull);
-    ctx.world_size = uint32_t(g_size);
-    gw_tensor t = f32(const_cast<float*>(x), count);
-    uint64_t size = 0;
-    check(gw_codec_encode(codec, &ctx, &t, p.data(), p.size(), &size), "encode");
-    p.resize(size);
-    return p;
-  }
-  void decode(const std::vector<unsigned char>& p, float* out, uint64_t count, bool accumulate) const {
-    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
-    ctx.world_size = uint32_t(g_size);
-    gw_tensor t = f32(out, count);
-    check(gw_codec_decode(codec, &ctx, p.data(), p.size(), &t, accumulate ? uint32_t(GW_DECODE_ACCUMULATE) : 0u), "decode");
-  }
-};
+using Codec = PieceCodec;
 
 struct Block {
   uint64_t offset, count;

@@ -57,6 +57,34 @@ TEST(CompressedAllreduce, RanksWithDifferentCodecsGetAMismatch) {
   expect_error(3, GW_COMPRESSED_RANK, "mismatch", "GW_ERR_MISMATCH", "codec id");
 }
 
+// ---- compressed reduce-scatter and allgather (shards_rank) -------------------------------------
+
+TEST(CompressedShards, EveryCodecOnTwoRanks) { expect_ok(2, GW_SHARDS_RANK, "all"); }
+TEST(CompressedShards, EveryCodecOnFourRanks) { expect_ok(4, GW_SHARDS_RANK, "all"); }
+TEST(CompressedShards, EveryCodecOnThreeRanks) {
+  for (const char* codec : {"none", "int8", "topk"}) expect_ok(3, GW_SHARDS_RANK, codec);
+}
+TEST(CompressedShards, Bf16TensorsAreStagedThroughF32) {
+  expect_ok(2, GW_SHARDS_RANK, "bf16");
+  expect_ok(4, GW_SHARDS_RANK, "bf16");
+}
+TEST(CompressedShards, ErrorFeedbackKeepsTheSumWithinACallsError) {
+  expect_ok(2, GW_SHARDS_RANK, "ef");
+  expect_ok(4, GW_SHARDS_RANK, "ef");
+}
+TEST(CompressedShards, BadArgumentsAreRefused) {
+  expect_ok(2, GW_SHARDS_RANK, "errors");
+  expect_ok(3, GW_SHARDS_RANK, "errors");
+}
+TEST(CompressedShards, RanksWithDifferentCodecsGetAMismatch) {
+  expect_error(2, GW_SHARDS_RANK, "mismatch-codec", "GW_ERR_MISMATCH", "codec id");
+  expect_error(4, GW_SHARDS_RANK, "mismatch-codec", "GW_ERR_MISMATCH", "codec id");
+}
+TEST(CompressedShards, RanksWithDifferentCountsGetAMismatch) {
+  expect_error(4, GW_SHARDS_RANK, "mismatch-count", "GW_ERR_MISMATCH", "count: ");
+  expect_error(4, GW_SHARDS_RANK, "mismatch-allgather", "GW_ERR_MISMATCH", "count: ");
+}
+
 // ---- synchronizer ------------------------------------------------------------------------------
 
 TEST(Sync, BucketsFollowSizeCodecAndRules) {

@@ -325,6 +325,57 @@ GW_API gw_status gw_allreduce_compressed_ef_start(gw_comm* comm, gw_error_feedba
 GW_API gw_status gw_allreduce_compressed_ef(gw_comm* comm, gw_error_feedback* ef, const gw_codec_context* context,
                                             const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
 
+/* Compressed reduce-scatter (since 1.3): in holds world_size equal shards of out->count elements
+ * (in->count not divisible by world_size is GW_ERR_INVALID_ARGUMENT); rank r's out is shard r summed
+ * (GW_REDUCE_SUM) or averaged (GW_REDUCE_AVG, divided once at the end) over all ranks, moving `codec`'s
+ * payloads instead of the elements. Every rank encodes each piece of every other rank's shard once and
+ * sends it to that shard's owner, which decodes the contributions and adds them in f32 in rank order
+ * 0, 1, ..., n - 1 (its own shard unencoded at its place): the result is the same bits whichever rank
+ * or run computes it. A codec whose payloads are its f32 values (none) gives gw_reduce_scatter's bits.
+ * Every codec works, sparse ones too (each payload is received at the size its header announces).
+ * f32, f16 or bf16 tensors of one dtype (16-bit ones are staged through f32: the sum is rounded once),
+ * host or CUDA memory (staged through host memory). In place: in->data == out->data, the result lands at
+ * the start of the buffer; any other overlap works too. `context` (NULL: seed 0, step 0) gives the seed
+ * and step, which every rank must pass alike. Every rank passes the same op, count and a codec of the
+ * same name (a difference is GW_ERR_MISMATCH on every rank). The codec and both buffers belong to the
+ * request until it completes. Behaviour: docs/collectives.md. thread: the communicator's. */
+GW_API gw_status gw_reduce_scatter_compressed_start(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                                    const gw_tensor* in, gw_tensor* out, gw_reduce_op op,
+                                                    gw_request** request);
+GW_API gw_status gw_reduce_scatter_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                              const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
+/* The compressed reduce-scatter with error feedback inside the collective (since 1.3): each encoding
+ * of another rank's shard adds the residual `ef` keeps for those elements (keyed by their offset in in)
+ * and keeps what the encoding dropped for the next call, so each shard's owner receives over the calls
+ * the sum of what was given. The codec is the one `ef` was created around. Use one `ef` per tensor, with
+ * the same count and communicator size every call, and not also with gw_error_feedback_encode. `ef`
+ * belongs to the request until it completes. Otherwise as gw_reduce_scatter_compressed.
+ * thread: the communicator's. */
+GW_API gw_status gw_reduce_scatter_compressed_ef_start(gw_comm* comm, gw_error_feedback* ef,
+                                                       const gw_codec_context* context, const gw_tensor* in,
+                                                       gw_tensor* out, gw_reduce_op op, gw_request** request);
+GW_API gw_status gw_reduce_scatter_compressed_ef(gw_comm* comm, gw_error_feedback* ef, const gw_codec_context* context,
+                                                 const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
+/* Compressed allgather (since 1.3): out (world_size * in->count elements) receives every rank's in, in
+ * rank order, as `codec` decodes it. Every rank encodes its in once, sends the payload to every other rank
+ * and decodes it into its own place of out too, so every rank ends with the same bits of every shard
+ * (its own included: the decoded value, not its input). A codec whose payloads are its f32 values (none)
+ * gives gw_allgather's bits. Every codec works, sparse ones too. Tensors, context, mismatches and
+ * ownership as for gw_reduce_scatter_compressed. In place: in->data == out->data + rank * in->count;
+ * any other overlap works too. thread: the communicator's. */
+GW_API gw_status gw_allgather_compressed_start(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                               const gw_tensor* in, gw_tensor* out, gw_request** request);
+GW_API gw_status gw_allgather_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
+                                         const gw_tensor* in, gw_tensor* out);
+/* The compressed allgather with error feedback inside the collective (since 1.3): this rank's encoding
+ * adds the residual `ef` keeps for its shard and keeps what the encoding dropped, so over the calls the
+ * decoded shards sum to the inputs' sum within one residual. `ef` as for
+ * gw_reduce_scatter_compressed_ef. thread: the communicator's. */
+GW_API gw_status gw_allgather_compressed_ef_start(gw_comm* comm, gw_error_feedback* ef, const gw_codec_context* context,
+                                                  const gw_tensor* in, gw_tensor* out, gw_request** request);
+GW_API gw_status gw_allgather_compressed_ef(gw_comm* comm, gw_error_feedback* ef, const gw_codec_context* context,
+                                            const gw_tensor* in, gw_tensor* out);
+
 /* ------------------------------------------------------------------------------------------------
  * Synchronizer: what a trainer calls each step. The application registers its tensors once; the
  * synchronizer fuses them into buckets ([bucket] bytes), picks each tensor's codec ([[rules]], else

@@ -15,7 +15,8 @@ module Gradwire
 
 export GradwireError, Runtime, Codec, Comm, Request, Sync, BF16
 export encode, decode!, comm_rank, comm_size, abort, allreduce!, allreduce_start!, allreduce_compressed!,
-       allreduce_compressed_start!, allgather!, broadcast!, barrier, send, recv!, test, free,
+       allreduce_compressed_start!, reduce_scatter_compressed!, reduce_scatter_compressed_start!,
+       allgather_compressed!, allgather_compressed_start!, allgather!, broadcast!, barrier, send, recv!, test, free,
        register!, finalize!, step!, stats, free_pending
 
 include("libgradwire.jl")
@@ -279,6 +280,33 @@ function allreduce_compressed!(c::Comm, codec::Codec, out::DenseArray{Float32}, 
     out
 end
 
+"""
+`reduce_scatter_compressed!(c, codec, out, input; op, seed, step)`: out = this rank's shard of input
+(`comm_size(c)` shards of `length(out)`) summed (or averaged) over all ranks through `codec`'s payloads,
+each shard encoded once by every other rank and summed in f32 in rank order by its owner.
+"""
+function reduce_scatter_compressed!(c::Comm, codec::Codec, out::DenseArray{Float32}, input::DenseArray{Float32};
+                                    op::Symbol=:sum, seed=0, step=0)
+    GC.@preserve out input begin
+        check(gw_reduce_scatter_compressed(c.handle, codec.handle, Ref(codec_context(seed, step)),
+                                           Ref(tensor(input)), Ref(tensor(out)), op_of(op)))
+    end
+    out
+end
+
+"""
+`allgather_compressed!(c, codec, out, input; seed, step)`: out (`comm_size(c) * length(input)`) receives
+every rank's input in rank order as `codec` decodes it; every rank holds the same bits.
+"""
+function allgather_compressed!(c::Comm, codec::Codec, out::DenseArray{Float32}, input::DenseArray{Float32};
+                               seed=0, step=0)
+    GC.@preserve out input begin
+        check(gw_allgather_compressed(c.handle, codec.handle, Ref(codec_context(seed, step)), Ref(tensor(input)),
+                                      Ref(tensor(out))))
+    end
+    out
+end
+
 # ---- nonblocking ----------------------------------------------------------------------------------
 
 """
@@ -311,6 +339,18 @@ allreduce_compressed_start!(c::Comm, codec::Codec, out::DenseArray{Float32}, inp
                             op::Symbol=:sum, seed=0, step=0) =
     start(r -> gw_allreduce_compressed_start(c.handle, codec.handle, Ref(codec_context(seed, step)),
                                              Ref(tensor(input)), Ref(tensor(out)), op_of(op), r),
+          (c, codec, out, input))
+
+reduce_scatter_compressed_start!(c::Comm, codec::Codec, out::DenseArray{Float32}, input::DenseArray{Float32};
+                                 op::Symbol=:sum, seed=0, step=0) =
+    start(r -> gw_reduce_scatter_compressed_start(c.handle, codec.handle, Ref(codec_context(seed, step)),
+                                                  Ref(tensor(input)), Ref(tensor(out)), op_of(op), r),
+          (c, codec, out, input))
+
+allgather_compressed_start!(c::Comm, codec::Codec, out::DenseArray{Float32}, input::DenseArray{Float32};
+                            seed=0, step=0) =
+    start(r -> gw_allgather_compressed_start(c.handle, codec.handle, Ref(codec_context(seed, step)),
+                                             Ref(tensor(input)), Ref(tensor(out)), r),
           (c, codec, out, input))
 
 """`test(r)`: true once complete (throws its error); drives progress."""

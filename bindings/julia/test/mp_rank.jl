@@ -39,6 +39,23 @@ elseif case == "compressed"
         same_everywhere(c, y)
         close(codec)
     end
+    # Compressed reduce-scatter and allgather: none gives the inputs' exact sum of small integers; int8's
+    # allgather is bit-identical everywhere, blocking equals nonblocking.
+    codec = Codec(rt, "none")
+    full = Float32[(i % 7) + r for i in 0:w*300-1]
+    shard = zeros(Float32, 300)
+    reduce_scatter_compressed!(c, codec, shard, full)
+    shard == Float32[w * (i % 7) + w * (w - 1) ÷ 2 for i in r*300:(r+1)*300-1] || error("none reduce-scatter")
+    close(codec)
+    codec = Codec(rt, "int8")
+    gathered = zeros(Float32, w * 300)
+    allgather_compressed!(c, codec, gathered, full[1:300]; seed=3)
+    same_everywhere(c, gathered)
+    again = zeros(Float32, w * 300)
+    req = allgather_compressed_start!(c, codec, again, full[1:300]; seed=3)
+    wait(req); free(req)
+    again == gathered || error("int8 allgather: blocking and nonblocking differ")
+    close(codec)
 elseif case == "sync"
     d, rows = 64, 256
     s = Sync(c, rt)

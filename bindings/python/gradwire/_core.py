@@ -790,15 +790,31 @@ class Comm(_Handle):
     def allreduce_compressed_start(self, codec, inp, out=None, op="avg", *, seed=0, step=0):
         return self._compressed(True, codec, inp, out, op, seed, step)
 
-    def _compressed(self, start, codec, inp, out, op, seed, step):
+    def reduce_scatter_compressed(self, codec, inp, out, op="avg", *, seed=0, step=0):
+        """out = this rank's shard of in (world_size equal shards) averaged (or summed) over all ranks through
+        `codec`'s payloads: each shard encoded once by every other rank, summed in f32 in rank order by its
+        owner (gw_reduce_scatter_compressed). f32, f16 or bf16. `codec` may be an ErrorFeedback, as for
+        allreduce_compressed; use one per tensor, with the same count every call."""
+        return self._compressed(False, codec, inp, out, op, seed, step, "gw_reduce_scatter_compressed")
+
+    def reduce_scatter_compressed_start(self, codec, inp, out, op="avg", *, seed=0, step=0):
+        return self._compressed(True, codec, inp, out, op, seed, step, "gw_reduce_scatter_compressed")
+
+    def allgather_compressed(self, codec, inp, out, *, seed=0, step=0):
+        """out = every rank's in, in rank order, as `codec` decodes it: each rank's in encoded once, decoded by
+        every rank (its own too), so every rank holds the same bits (gw_allgather_compressed). `codec` may be
+        an ErrorFeedback, as for allreduce_compressed."""
+        return self._compressed(False, codec, inp, out, None, seed, step, "gw_allgather_compressed")
+
+    def allgather_compressed_start(self, codec, inp, out, *, seed=0, step=0):
+        return self._compressed(True, codec, inp, out, None, seed, step, "gw_allgather_compressed")
+
+    def _compressed(self, start, codec, inp, out, op, seed, step, name="gw_allreduce_compressed"):
         i, o = self._inout(inp, out)
         ctx = _context(seed, step)
         ef = isinstance(codec, ErrorFeedback)
-        if ef:
-            fn = lib().gw_allreduce_compressed_ef_start if start else lib().gw_allreduce_compressed_ef
-        else:
-            fn = lib().gw_allreduce_compressed_start if start else lib().gw_allreduce_compressed
-        args = (codec.handle, ctypes.byref(ctx), _ref(i), _ref(o), _op(op))
+        fn = getattr(lib(), name + ("_ef" if ef else "") + ("_start" if start else ""))
+        args = (codec.handle, ctypes.byref(ctx), _ref(i), _ref(o)) + (() if op is None else (_op(op),))
         if not start:
             return self._run(False, True, fn, args, None)
         return self._run(True, False, fn, args, (i, o, codec, codec.codec if ef else None, ctx))

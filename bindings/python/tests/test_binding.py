@@ -119,6 +119,34 @@ def test_error_feedback_inside_the_compressed_allreduce(runtime):
         assert r.done
 
 
+def test_compressed_reduce_scatter_and_allgather_on_one_rank(runtime):
+    # One rank: the reduce-scatter's only shard is this rank's own, never encoded (the input itself); the
+    # allgather returns decode(encode(x + residual)), so with error feedback 20 calls sum to 20 x within one
+    # call's error.
+    x = np.random.default_rng(3).standard_normal(5000).astype(np.float32)
+    with gradwire.Comm(runtime) as comm, runtime.codec("int8") as int8, gradwire.ErrorFeedback(int8) as ef:
+        shard = np.zeros(5000, dtype=np.float32)
+        comm.reduce_scatter_compressed(int8, x, shard, op="sum")
+        assert np.array_equal(shard, x)
+        with_ef, without = np.zeros(5000), np.zeros(5000)
+        for step in range(20):
+            a, b = np.zeros(5000, dtype=np.float32), np.zeros(5000, dtype=np.float32)
+            comm.allgather_compressed(ef, x, a, step=step)
+            comm.allgather_compressed(int8, x, b, step=step)
+            with_ef += a
+            without += b
+            if step == 0:
+                first = np.abs(with_ef - x).max()
+        err_ef, err_plain = np.abs(with_ef - 20 * x).max(), np.abs(without - 20 * x).max()
+        assert err_ef <= 2 * first, (first, err_ef)
+        assert err_ef < err_plain / 5, (err_ef, err_plain)
+        r = comm.reduce_scatter_compressed_start(ef, x, shard, step=20)
+        r.wait()
+        assert r.done
+        with pytest.raises(gradwire.InvalidArgumentError, match="it needs 1 \\(ranks\\) x 5000"):
+            comm.allgather_compressed(int8, x, np.zeros(4999, dtype=np.float32))
+
+
 def test_error_feedback_save_load(runtime):
     with runtime.codec("int8") as int8, gradwire.ErrorFeedback(int8) as ef:
         x = np.random.default_rng(1).standard_normal(4096).astype(np.float32)

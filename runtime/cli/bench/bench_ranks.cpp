@@ -180,8 +180,8 @@ int run_captured(const std::vector<std::string>& argv, const Env& env, std::stri
   return wait_exit(pid);
 }
 
-std::string mpi_peer_path(const std::string& suite) {
-  const std::filesystem::path peer = std::filesystem::path(self_path(suite)).parent_path() / "gradwire-mpi-allreduce";
+std::string mpi_peer_path(const std::string& suite, const std::string& program) {
+  const std::filesystem::path peer = std::filesystem::path(self_path(suite)).parent_path() / program;
   if (!std::filesystem::exists(peer))
     throw std::runtime_error(suite + ": the MPI peer " + peer.string() +
                              " was not built (Open MPI missing at configure time: Debian openmpi-bin libopenmpi-dev)");

@@ -42,9 +42,9 @@ nlohmann::json run_forked_ranks(int n, const Env& env, const RankSetup& setup, c
 // with out NULL it goes to this process's stderr (so a suite's --json output stays clean).
 int run_captured(const std::vector<std::string>& argv, const Env& env, std::string* out);
 
-// The MPI peer (peers/mpi_allreduce.c, gradwire-mpi-allreduce) next to this executable; throws,
-// naming `suite`, when it was not built.
-std::string mpi_peer_path(const std::string& suite);
+// An MPI peer (peers/mpi_allreduce.c, gradwire-mpi-allreduce; peers/mpi_shards.c, gradwire-mpi-shards)
+// next to this executable; throws, naming `suite`, when it was not built.
+std::string mpi_peer_path(const std::string& suite, const std::string& program = "gradwire-mpi-allreduce");
 
 // `mpirun` and the options every MPI peer run takes: as root, no binding, and no hardware topology in
 // shared memory (rtc_hwloc_vmhole none: Open MPI's daemons map it at an address they guess to be free,

@@ -18,6 +18,7 @@
 
 #include "bench/bench.hpp"
 #include "bench/bench_ranks.hpp"
+#include "cluster.hpp"
 #include "commands.hpp"
 #include "model/measure.hpp"
 
@@ -419,6 +420,11 @@ TcpProbe measure_loopback_tcp(uint64_t bytes) {
 
 namespace {
 
+std::string torch_python() {
+  const char* python = std::getenv("GRADWIRE_BENCH_PYTHON");
+  return python && *python ? python : "/usr/bin/python3";
+}
+
 // A Python peer: installed next to the command (BINDIR/../libexec/gradwire), else in the source tree this
 // command was built from; "" after setting *why when it is missing or PyTorch is not importable.
 std::string python_peer(const std::string& file, std::string* why) {
@@ -437,8 +443,8 @@ std::string python_peer(const std::string& file, std::string* why) {
     return "";
   }
   std::string probe;
-  if (run_captured({"/usr/bin/python3", "-c", "import torch.distributed"}, {}, &probe) != 0) {
-    *why = "PyTorch is not importable by /usr/bin/python3 (Debian's python3-torch)";
+  if (run_captured({torch_python(), "-c", "import torch.distributed"}, {}, &probe) != 0) {
+    *why = "PyTorch is not importable by " + torch_python() + " (Debian's python3-torch, or GRADWIRE_BENCH_PYTHON)";
     return "";
   }
   return script;
@@ -451,7 +457,7 @@ std::optional<nlohmann::json> run_torch_topk(uint64_t n, uint64_t k, int reps, s
   if (script.empty()) return std::nullopt;
   std::string out;
   const int status =
-      run_captured({"/usr/bin/python3", script, std::to_string(n), std::to_string(k), std::to_string(reps)}, {}, &out);
+      run_captured({torch_python(), script, std::to_string(n), std::to_string(k), std::to_string(reps)}, {}, &out);
   try {
     return mpi_peer_result(status, out, "torch.topk peer");
   } catch (const std::exception& e) {
@@ -462,20 +468,54 @@ std::optional<nlohmann::json> run_torch_topk(uint64_t n, uint64_t k, int reps, s
 
 std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, uint64_t count, int reps,
                                             std::string* why) {
-  const std::string script = python_peer("torch_allreduce.py", why);
+  return run_torch_peer("torch_allreduce.py", ranks, rate, {std::to_string(count), std::to_string(reps)}, why);
+}
+
+std::optional<nlohmann::json> run_torch_peer(const std::string& file, int ranks, const std::string& rate,
+                                             const std::vector<std::string>& args, std::string* why) {
+  const std::string script = python_peer(file, why);
   if (script.empty()) return std::nullopt;
   const fs::path exe = self_path("bench");
   std::vector<std::string> argv{exe.string(), "run", "-n", std::to_string(ranks)};
   if (!rate.empty()) argv.insert(argv.end(), {"--link", rate});
-  argv.insert(argv.end(), {"--", "/usr/bin/python3", script, std::to_string(count), std::to_string(reps)});
+  argv.insert(argv.end(), {"--", torch_python(), script});
+  argv.insert(argv.end(), args.begin(), args.end());
   std::string out;
   const int status = run_captured(argv, {}, &out);
   try {
-    return mpi_peer_result(status, out, "gloo peer");
+    return mpi_peer_result(status, out, file + " peer");
   } catch (const std::exception& e) {
     *why = e.what();
     return std::nullopt;
   }
+}
+
+nlohmann::json run_mpi_peer(const std::vector<std::string>& program, int ranks, int per_node,
+                            const gwcli::Cluster* cluster, const std::string& what) {
+  std::vector<std::string> argv = mpirun_argv();
+  // TCP inside a node too: Open MPI's shared memory (vader) names its segments after the host name, which
+  // the emulated nodes share, so two nodes' segments collide (it crashes).
+  argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});
+  Env env;
+  if (cluster) {
+    // Every namespace is a host of its own: mpirun runs in rank 0's, and starts the daemon of each other
+    // node through `cluster.sh rsh ADDR` (ip netns exec) as it would through ssh; the daemons' and the
+    // ranks' TCP stays on the veths (the PMIx server of each rank is its own namespace's daemon).
+    std::string hosts;
+    for (int r = 0; r < ranks; r += per_node)
+      hosts += (r ? "," : "") + gwcli::Cluster::address_of(r, per_node) + ":" + std::to_string(per_node);
+    argv.insert(argv.end(), {"--host", hosts, "--mca", "plm_rsh_agent", cluster->script_path() + " rsh", "--mca",
+                             "btl_tcp_if_include", "198.18.0.0/15", "--mca", "oob_tcp_if_include", "198.18.0.0/15"});
+    argv.insert(argv.begin(), {"ip", "netns", "exec", cluster->namespace_of(0)});
+    env.push_back({"GW_CLUSTER_NAME", cluster->name()});
+  } else {
+    argv.insert(argv.end(), {"--oversubscribe"});
+  }
+  argv.insert(argv.end(), {"-np", std::to_string(ranks)});
+  argv.insert(argv.end(), program.begin(), program.end());
+  std::string captured;
+  const int status = run_captured(argv, env, &captured);
+  return mpi_peer_result(status, captured, what);
 }
 
 std::optional<gw::model::Model> load_model_option(const std::string& path, const char* suite) {

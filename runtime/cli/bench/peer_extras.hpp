@@ -12,6 +12,10 @@
 
 #include "model/model.hpp"
 
+namespace gwcli {
+class Cluster;
+}
+
 namespace gwcli::bench {
 
 // Transfers of a link probe before the measurements (and rounds of the all-to-all and loopback
@@ -123,6 +127,18 @@ TcpProbe measure_loopback_tcp(uint64_t bytes);
 // its JSON ({"seconds": [...]}) or nullopt with *why set (PyTorch missing, run failed).
 std::optional<nlohmann::json> run_gloo_peer(int ranks, const std::string& rate, uint64_t count, int reps,
                                             std::string* why);
+// Any PyTorch peer of peers/ the same way: `gradwire run -n ranks [--link rate] -- python3 FILE ARGS...`,
+// its JSON line or nullopt with *why set. The interpreter is GRADWIRE_BENCH_PYTHON (a virtual environment
+// with another PyTorch) when set, else /usr/bin/python3 (Debian's python3-torch).
+std::optional<nlohmann::json> run_torch_peer(const std::string& file, int ranks, const std::string& rate,
+                                             const std::vector<std::string>& args, std::string* why);
+
+// An MPI peer (`program`: its path and arguments) as `ranks` ranks under mpirun, restricted to TCP: inside
+// `cluster` when given (every node, `per_node` ranks, a host of its own reached through `cluster.sh rsh`,
+// Open MPI's TCP on the veths), else oversubscribed on this host. Its JSON line; throws, naming `what`,
+// when mpirun fails.
+nlohmann::json run_mpi_peer(const std::vector<std::string>& program, int ranks, int per_node,
+                            const gwcli::Cluster* cluster, const std::string& what);
 
 // The torch.topk peer of P2 (peers/torch_topk.py): its JSON ({"seconds": [...], "threads": T}) or
 // nullopt with *why set.

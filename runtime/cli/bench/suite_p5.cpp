@@ -122,29 +122,8 @@ json run_ours(const Options& o, const std::string& rate, const fs::path& out) {
 }
 
 json run_mpi(const Options& o, const std::string& rate, const Cluster* cluster) {
-  const std::vector<std::string> program{mpi_peer_path("P5"), std::to_string(element_count(o)),
-                                         std::to_string(o.repetitions)};
-  std::vector<std::string> argv = mpirun_argv();
-  argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});
-  Env env;
-  if (cluster) {
-    // Every namespace is a host of its own: mpirun runs in rank 0's, and starts the daemon of each other
-    // rank through `cluster.sh rsh ADDR` (ip netns exec) as it would through ssh; the daemons' and the
-    // ranks' TCP stays on the veths (the PMIx server of each rank is its own namespace's daemon).
-    std::string hosts;
-    for (int r = 0; r < ranks_of(o); ++r) hosts += (r ? "," : "") + Cluster::address_of(r) + ":1";
-    argv.insert(argv.end(), {"--host", hosts, "--mca", "plm_rsh_agent", cluster->script_path() + " rsh", "--mca",
-                             "btl_tcp_if_include", "198.18.0.0/15", "--mca", "oob_tcp_if_include", "198.18.0.0/15"});
-    argv.insert(argv.begin(), {"ip", "netns", "exec", cluster->namespace_of(0)});
-    env.push_back({"GW_CLUSTER_NAME", cluster->name()});
-  } else {
-    argv.insert(argv.end(), {"--oversubscribe"});
-  }
-  argv.insert(argv.end(), {"-np", std::to_string(ranks_of(o))});
-  argv.insert(argv.end(), program.begin(), program.end());
-  std::string captured;
-  const int status = run_captured(argv, env, &captured);
-  return mpi_peer_result(status, captured, "P5: mpirun at " + rate);
+  return run_mpi_peer({mpi_peer_path("P5"), std::to_string(element_count(o)), std::to_string(o.repetitions)},
+                      ranks_of(o), 1, cluster, "P5: mpirun at " + rate);
 }
 
 std::string target_of(const std::string& codec) {

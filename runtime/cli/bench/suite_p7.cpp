@@ -130,27 +130,8 @@ json run_ours(const Options& o, int ranks, const std::string& rate, const std::s
 
 json run_mpi(const Options& o, int ranks, const std::string& rate) {
   std::optional<Cluster> cluster = Cluster::up(ranks, rate, "bench P7 (MPI peer)", kPerNode);
-  std::vector<std::string> argv = mpirun_argv();
-  // TCP inside a node too: Open MPI's shared memory (vader) names its segments after the host name, which
-  // the emulated nodes share, so two nodes' segments collide (it crashes).
-  argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});
-  Env env;
-  if (cluster) {
-    std::string hosts;
-    for (int r = 0; r < ranks; r += kPerNode)
-      hosts += (r ? "," : "") + Cluster::address_of(r, kPerNode) + ":" + std::to_string(kPerNode);
-    argv.insert(argv.end(), {"--host", hosts, "--mca", "plm_rsh_agent", cluster->script_path() + " rsh", "--mca",
-                             "btl_tcp_if_include", "198.18.0.0/15", "--mca", "oob_tcp_if_include", "198.18.0.0/15"});
-    argv.insert(argv.begin(), {"ip", "netns", "exec", cluster->namespace_of(0)});
-    env.push_back({"GW_CLUSTER_NAME", cluster->name()});
-  } else {
-    argv.insert(argv.end(), {"--oversubscribe"});
-  }
-  argv.insert(argv.end(), {"-np", std::to_string(ranks), mpi_peer_path("P7"), std::to_string(element_count(o)),
-                           std::to_string(o.repetitions)});
-  std::string captured;
-  const int status = run_captured(argv, env, &captured);
-  return mpi_peer_result(status, captured, "P7: mpirun");
+  return run_mpi_peer({mpi_peer_path("P7"), std::to_string(element_count(o)), std::to_string(o.repetitions)}, ranks,
+                      kPerNode, cluster ? &*cluster : nullptr, "P7: mpirun");
 }
 
 // gloo through `gradwire run` (the same namespaces and links as ours); nullopt when PyTorch or the script

@@ -11,6 +11,7 @@ void run_p4(const Options& options, const Emit& emit);  // suite_p4.cpp
 void run_p5(const Options& options, const Emit& emit);  // suite_p5.cpp
 void run_p6(const Options& options, const Emit& emit);  // suite_p6.cpp
 void run_p7(const Options& options, const Emit& emit);  // suite_p7.cpp
+void run_p8(const Options& options, const Emit& emit);  // suite_p8.cpp
 
 // Each suite lives in its own file (suite_p1.cpp, ...) and is listed here once.
 const std::vector<Suite>& suites() {
@@ -23,6 +24,8 @@ const std::vector<Suite>& suites() {
       {"P6", "chunked, overlapped encode -> send -> decode over UCX, 2 ranks, vs the same steps serialized", run_p6},
       {"P7", "two-level compressed allreduce of 100 MB f32, 2x2 and 4x2 ranks behind 1 Gbit/s node links, vs flat, "
              "MPI_Allreduce and gloo", run_p7},
+      {"P8", "compressed reduce-scatter and allgather of 100 MB f32, 4 ranks behind 1 Gbit/s links, vs "
+             "MPI_Reduce_scatter_block / MPI_Allgather and gloo", run_p8},
   };
   return all;
 }

@@ -1,6 +1,6 @@
 """One rank of the multi-rank binding test, started by `gradwire run -n N` (GW_* variables): every collective
-through the binding, a compressed allreduce per codec, and the synchronizer; prints "rank R ok" at the end.
-A failed check exits non-zero with what differed."""
+through the binding, a compressed allreduce, reduce-scatter and allgather per codec, and the synchronizer;
+prints "rank R ok" at the end. A failed check exits non-zero with what differed."""
 import sys
 
 import numpy as np
@@ -69,6 +69,37 @@ def main():
                     check(np.abs(v - truth).max() < tol, f"{name}: max error {np.abs(v - truth).max()}")
                 else:
                     check(np.dot(v, truth) > 0, f"{name}: result not correlated with the average")
+        # Compressed reduce-scatter and allgather: the owner's shard of the average, every shard decoded alike
+        # everywhere; none gives the dense collectives' bits.
+        full = np.array([(i % 7) + r for i in range(n * 600)], dtype=np.float32)
+        exact_rs = np.array([(i % 7) for i in range(n * 600)], dtype=np.float32)[r * 600:(r + 1) * 600] + (n - 1) / 2
+        for name, tol in (("none", 0.0), ("fp16", 1e-2), ("int8", 0.05), ("topk", None)):
+            with rt.codec(name) as codec:
+                shard = np.zeros(600, dtype=np.float32)
+                comm.reduce_scatter_compressed(codec, full, shard, op="avg", seed=3, step=1)
+                if tol is not None:
+                    check(np.abs(shard - exact_rs).max() <= tol, f"{name}: reduce-scatter error {np.abs(shard - exact_rs).max()}")
+                if name == "none":
+                    dense = np.zeros(600, dtype=np.float32)
+                    comm.reduce_scatter(full, dense, op="avg")
+                    check(np.array_equal(shard, dense), "none: reduce-scatter differs from reduce_scatter")
+                gathered = np.zeros(n * 600, dtype=np.float32)
+                req = comm.allgather_compressed_start(codec, full[:600], gathered, seed=3, step=1)
+                req.wait()
+                every = np.zeros(n * gathered.size, dtype=np.float32)
+                comm.allgather(gathered, every)
+                parts = every.reshape(n, -1)
+                check(all(np.array_equal(parts[0], p) for p in parts), f"{name}: allgather bits differ across ranks")
+                truth = np.concatenate([full[:600] - r + q for q in range(n)])
+                if tol is not None:
+                    check(np.abs(gathered - truth).max() <= tol,
+                          f"{name}: allgather error {np.abs(gathered - truth).max()}")
+        try:
+            with rt.codec("int8") as codec:
+                comm.reduce_scatter_compressed(codec, np.zeros(n * 10 + 1, dtype=np.float32), np.zeros(10, dtype=np.float32))
+            check(False, "a reduce-scatter count that does not divide was accepted")
+        except gradwire.InvalidArgumentError as e:
+            check("not divisible" in str(e), f"reduce-scatter count message: {e}")
         # The synchronizer over a communicator of its own, made with the application-allgather rendezvous
         # over the first communicator (no second listener on the root port).
         def allgather(data):

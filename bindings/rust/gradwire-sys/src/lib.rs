@@ -9,7 +9,7 @@
 use std::os::raw::{c_char, c_void};
 
 pub const GW_ABI_VERSION_MAJOR: u32 = 1;
-pub const GW_ABI_VERSION_MINOR: u32 = 2;
+pub const GW_ABI_VERSION_MINOR: u32 = 3;
 
 // ---- gw_status ---------------------------------------------------------------------------------
 pub type gw_status = i32;
@@ -553,6 +553,71 @@ extern "C" {
         input: *const gw_tensor,
         out: *mut gw_tensor,
         op: gw_reduce_op,
+    ) -> gw_status;
+    // Compressed reduce-scatter and allgather (since ABI 1.3)
+    pub fn gw_reduce_scatter_compressed_start(
+        comm: *mut gw_comm,
+        codec: *mut gw_codec,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
+        op: gw_reduce_op,
+        request: *mut *mut gw_request,
+    ) -> gw_status;
+    pub fn gw_reduce_scatter_compressed(
+        comm: *mut gw_comm,
+        codec: *mut gw_codec,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
+        op: gw_reduce_op,
+    ) -> gw_status;
+    pub fn gw_reduce_scatter_compressed_ef_start(
+        comm: *mut gw_comm,
+        ef: *mut gw_error_feedback,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
+        op: gw_reduce_op,
+        request: *mut *mut gw_request,
+    ) -> gw_status;
+    pub fn gw_reduce_scatter_compressed_ef(
+        comm: *mut gw_comm,
+        ef: *mut gw_error_feedback,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
+        op: gw_reduce_op,
+    ) -> gw_status;
+    pub fn gw_allgather_compressed_start(
+        comm: *mut gw_comm,
+        codec: *mut gw_codec,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
+        request: *mut *mut gw_request,
+    ) -> gw_status;
+    pub fn gw_allgather_compressed(
+        comm: *mut gw_comm,
+        codec: *mut gw_codec,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
+    ) -> gw_status;
+    pub fn gw_allgather_compressed_ef_start(
+        comm: *mut gw_comm,
+        ef: *mut gw_error_feedback,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
+        request: *mut *mut gw_request,
+    ) -> gw_status;
+    pub fn gw_allgather_compressed_ef(
+        comm: *mut gw_comm,
+        ef: *mut gw_error_feedback,
+        context: *const gw_codec_context,
+        input: *const gw_tensor,
+        out: *mut gw_tensor,
     ) -> gw_status;
 
     // Synchronizer

@@ -1,6 +1,6 @@
 //! One rank of the Rust binding's multi-rank tests, started by `gradwire run -n 3 -- mp_rank CASE`:
 //!   collectives  every collective of every dtype (blocking and nonblocking), checked exactly
-//!   compressed   compressed allreduce with int8 and top-k: bit-identical on every rank, within bounds
+//!   compressed   compressed allreduce with int8 and top-k, reduce-scatter and allgather: bit-identical, within bounds
 //!   ternary      compressed allreduce with the Rust plugin codec `ternary` (on GRADWIRE_PLUGIN_PATH)
 //!   sync         a Sync training loop of a least-squares model; the parameters end bit-identical
 //!   mismatch     rank 1 passes another count: every rank gets Status::Mismatch
@@ -186,6 +186,32 @@ fn compressed(comm: &Comm, rt: &Runtime) {
         assert_eq!(y[i], want, "topk element {i}");
     }
     println!("compressed topk ok");
+    // compressed reduce-scatter and allgather: none gives the dense collectives' bits; int8 stays within
+    // its bound (each of the other ranks' contributions rounded once), the allgather bit-identical everywhere
+    let shard = 999usize;
+    let x: Vec<f32> = (0..size * shard).map(|i| ((i as f32 * 0.11 + r).cos()) * (1.0 + r)).collect();
+    let mut none = rt.codec(Some("none")).unwrap();
+    let (mut a, mut b) = (vec![0f32; shard], vec![0f32; shard]);
+    comm.reduce_scatter_compressed(&mut none, None, &x, &mut a, ReduceOp::Sum).unwrap();
+    comm.reduce_scatter(&x, &mut b, ReduceOp::Sum).unwrap();
+    assert_eq!(bits(&a), bits(&b), "none: reduce_scatter_compressed differs from reduce_scatter");
+    comm.scope(|s| {
+        s.reduce_scatter_compressed(&mut int8, None, &x, &mut a, ReduceOp::Sum).unwrap().wait().unwrap();
+    });
+    let peak = size as f32; // |x| <= 1 + rank
+    let err = a.iter().zip(&b).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+    assert!(err <= peak * (size as f32 - 1.0) / 254.0 * 1.01 + 1e-5, "int8 reduce-scatter error {err}");
+    let mut all = vec![0f32; size * shard];
+    comm.allgather_compressed(&mut int8, None, &x[..shard], &mut all).unwrap();
+    same_bits_everywhere(comm, &all, "int8 allgather");
+    let given = gather(comm, &x[..shard]).concat();
+    let err = all.iter().zip(&given).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+    assert!(err <= peak / 254.0 * 1.01 + 1e-5, "int8 allgather error {err}");
+    comm.scope(|s| {
+        s.allgather_compressed(&mut none, None, &x[..shard], &mut all).unwrap().wait().unwrap();
+    });
+    assert_eq!(bits(&all), bits(&given), "none: allgather_compressed differs from the inputs");
+    println!("compressed reduce-scatter and allgather ok");
 }
 
 fn ternary(comm: &Comm, rt: &Runtime) {

@@ -233,6 +233,56 @@ impl Comm {
         check(unsafe { sys::gw_allreduce_compressed_ef(self.raw(), ef.raw, ctx_ptr(&c), &i, &mut o, op.to_raw()) })
     }
 
+    /// `out` = this rank's shard of `input` (world_size shards of out.len()) summed (or averaged) over all
+    /// ranks through `codec`'s payloads: each shard encoded once by every other rank, summed in f32 in rank
+    /// order by its owner (`gw_reduce_scatter_compressed`). Every rank passes the same codec and context.
+    pub fn reduce_scatter_compressed(&self, codec: &mut Codec, ctx: Option<&CodecContext>, input: &[f32],
+                                     out: &mut [f32], op: ReduceOp) -> Result<()> {
+        let c = ctx.map(|c| c.raw());
+        let i = tensor(input);
+        let mut o = tensor_mut(out);
+        // SAFETY: codec and buffers borrowed for the call.
+        check(unsafe {
+            sys::gw_reduce_scatter_compressed(self.raw(), codec.raw, ctx_ptr(&c), &i, &mut o, op.to_raw())
+        })
+    }
+
+    /// The compressed reduce-scatter with error feedback inside the collective
+    /// (`gw_reduce_scatter_compressed_ef`): each encoding of another rank's shard adds `ef`'s residual and
+    /// keeps what it dropped. One `ef` per tensor, the same length every call.
+    pub fn reduce_scatter_compressed_ef(&self, ef: &mut ErrorFeedback<'_>, ctx: Option<&CodecContext>,
+                                        input: &[f32], out: &mut [f32], op: ReduceOp) -> Result<()> {
+        let c = ctx.map(|c| c.raw());
+        let i = tensor(input);
+        let mut o = tensor_mut(out);
+        // SAFETY: error feedback and buffers borrowed for the call.
+        check(unsafe {
+            sys::gw_reduce_scatter_compressed_ef(self.raw(), ef.raw, ctx_ptr(&c), &i, &mut o, op.to_raw())
+        })
+    }
+
+    /// `out` (world_size * input.len()) receives every rank's input in rank order as `codec` decodes it:
+    /// each rank's input encoded once and decoded by every rank, its own too, so every rank holds the same
+    /// bits (`gw_allgather_compressed`).
+    pub fn allgather_compressed(&self, codec: &mut Codec, ctx: Option<&CodecContext>, input: &[f32],
+                                out: &mut [f32]) -> Result<()> {
+        let c = ctx.map(|c| c.raw());
+        let i = tensor(input);
+        let mut o = tensor_mut(out);
+        // SAFETY: codec and buffers borrowed for the call.
+        check(unsafe { sys::gw_allgather_compressed(self.raw(), codec.raw, ctx_ptr(&c), &i, &mut o) })
+    }
+
+    /// The compressed allgather with error feedback on this rank's encoding (`gw_allgather_compressed_ef`).
+    pub fn allgather_compressed_ef(&self, ef: &mut ErrorFeedback<'_>, ctx: Option<&CodecContext>, input: &[f32],
+                                   out: &mut [f32]) -> Result<()> {
+        let c = ctx.map(|c| c.raw());
+        let i = tensor(input);
+        let mut o = tensor_mut(out);
+        // SAFETY: error feedback and buffers borrowed for the call.
+        check(unsafe { sys::gw_allgather_compressed_ef(self.raw(), ef.raw, ctx_ptr(&c), &i, &mut o) })
+    }
+
     /// Runs `f` with a `Scope` that starts nonblocking operations. Each returns a `Request` that borrows
     /// its buffers (and codec) for the scope, so the compiler forbids touching or freeing them while the
     /// operation may run. Dropping an unfinished `Request` waits for it (the communicator's timeout bounds
@@ -542,6 +592,34 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         let s = unsafe {
             sys::gw_allreduce_compressed_ef_start(self.comm.raw(), ef.raw, ctx_ptr(&c), &i, &mut o, op.to_raw(), &mut r)
         };
+        self.track(s, r)
+    }
+
+    /// `Comm::reduce_scatter_compressed`, nonblocking: the codec belongs to the request too.
+    pub fn reduce_scatter_compressed(&'scope self, codec: &'scope mut Codec, ctx: Option<&CodecContext>,
+                                     input: &'scope [f32], out: &'scope mut [f32], op: ReduceOp)
+        -> Result<Request<'scope>> {
+        let c = ctx.map(|c| c.raw());
+        let i = tensor(input);
+        let mut o = tensor_mut(out);
+        let mut r = std::ptr::null_mut();
+        // SAFETY: codec and buffers borrowed for 'scope; the context is read during the call.
+        let s = unsafe {
+            sys::gw_reduce_scatter_compressed_start(self.comm.raw(), codec.raw, ctx_ptr(&c), &i, &mut o, op.to_raw(),
+                                                    &mut r)
+        };
+        self.track(s, r)
+    }
+
+    /// `Comm::allgather_compressed`, nonblocking: the codec belongs to the request too.
+    pub fn allgather_compressed(&'scope self, codec: &'scope mut Codec, ctx: Option<&CodecContext>,
+                                input: &'scope [f32], out: &'scope mut [f32]) -> Result<Request<'scope>> {
+        let c = ctx.map(|c| c.raw());
+        let i = tensor(input);
+        let mut o = tensor_mut(out);
+        let mut r = std::ptr::null_mut();
+        // SAFETY: codec and buffers borrowed for 'scope; the context is read during the call.
+        let s = unsafe { sys::gw_allgather_compressed_start(self.comm.raw(), codec.raw, ctx_ptr(&c), &i, &mut o, &mut r) };
         self.track(s, r)
     }
 }

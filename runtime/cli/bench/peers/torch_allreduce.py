@@ -20,10 +20,9 @@ except ImportError as e:  # reported by the suite, which skips the peer
     sys.exit(f"torch_allreduce: PyTorch is not importable ({e}); install Debian's python3-torch")
 
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: torch_allreduce.py COUNT REPS")
-    count, reps = int(sys.argv[1]), int(sys.argv[2])
+def init_gloo():
+    """Joins the gloo process group of the ranks `gradwire run` started (rendezvous above; one thread per
+    rank, as the ranks share the machine's cores). Returns (rank, world size). P8's peer uses it too."""
     rank = int(os.environ.get("GW_RANK", os.environ.get("RANK", "0")))
     world = int(os.environ.get("GW_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -31,8 +30,16 @@ def main():
         os.environ["MASTER_PORT"] = str(int(os.environ["GW_ROOT_PORT"]) + 1)
     if os.environ["MASTER_ADDR"] == "127.0.0.1":
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    torch.set_num_threads(1)  # one core per rank, as the other ranks share the machine
+    torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
+    return rank, world
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: torch_allreduce.py COUNT REPS")
+    count, reps = int(sys.argv[1]), int(sys.argv[2])
+    rank, world = init_gloo()
     gen = torch.Generator().manual_seed(1234 + rank)
     x = torch.randn(count, generator=gen)
     seconds = []
