@@ -62,9 +62,12 @@ def _fsdp_api():
     try:
         from torch.distributed.fsdp import FSDPModule
         from torch.distributed.fsdp._fully_shard import _fsdp_api as api
-    except ImportError as e:  # torch 1.x
+    except Exception as e:  # noqa: BLE001 - torch 1.x (Debian's 1.13 even fails importing its FSDP on 3.11)
         raise _core.UnsupportedError(f"gradwire.torch.fsdp needs torch 2.x with FSDP2 "
-                                     f"(torch.distributed.fsdp.fully_shard): {e}") from None
+                                     f"(torch.distributed.fsdp.fully_shard): {type(e).__name__}: {e}") from None
+    # FSDP2's comm interfaces, registered here (not subclassed at import: torch 1.x has none).
+    api.ReduceScatter.register(ReduceScatter)
+    api.AllGather.register(AllGather)
     return FSDPModule, api
 
 
@@ -354,13 +357,6 @@ def _check_own(state, what, tensors, device):
         state.fail_here(e)
 
 
-try:
-    from torch.distributed.fsdp._fully_shard import _fsdp_api as _api
-    _RSBase, _AGBase = _api.ReduceScatter, _api.AllGather
-except ImportError:  # torch 1.x: compress() says FSDP2 is missing
-    _RSBase = _AGBase = object
-
-
 class _Comm:
     def allocate(self, size, *, dtype, device):
         return torch.empty(size, dtype=dtype, device=device)
@@ -374,7 +370,7 @@ def _params_layout(fsdp_params):
         return None
 
 
-class ReduceScatter(_Comm, _RSBase):
+class ReduceScatter(_Comm):
     """FSDP2's gradient reduce-scatter through gradwire (see the module's docstring)."""
 
     def __init__(self, state, index, fsdp_params, device):
@@ -464,7 +460,7 @@ class ReduceScatter(_Comm, _RSBase):
         return None
 
 
-class AllGather(_Comm, _AGBase):
+class AllGather(_Comm):
     """FSDP2's parameter all-gather through a gradwire codec (gw_allgather_compressed): each rank's shard
     encoded once and decoded by every rank, its own too, so every rank computes with the same weights."""
 

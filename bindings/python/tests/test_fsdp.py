@@ -17,7 +17,7 @@ HANG_GUARD_S = 300  # ends a hung run; not a timing assertion
 
 try:
     from torch.distributed.fsdp import fully_shard  # noqa: F401
-except ImportError:
+except Exception:  # noqa: BLE001 - ImportError on torch 1.x; Debian's 1.13 raises ValueError on Python 3.11
     pytest.skip("torch without FSDP2 (torch.distributed.fsdp.fully_shard): torch 2.x only", allow_module_level=True)
 
 
