@@ -2,10 +2,10 @@
 # Benchmark T4 (docs/benchmarks.md): one PyTorch FSDP2 trainer (torch 2.x fully_shard, gloo, CPU; a 21 M
 # parameter transformer on synthetic Markov-chain tokens, bindings/python/benchmarks/t4_fsdp.py), 4 ranks
 # each in its own network namespace behind a rate-limited link, only FSDP2's collectives swapped: FSDP2's
-# own, the gradient reduce-scatter through gradwire int8 + error feedback, and that plus the parameter
-# all-gather through gradwire int8. One table per link rate: step time and speed-up over FSDP2, the share of
-# FSDP2's step spent communicating, the loss after the same steps and its gap to FSDP2's, bytes each
-# rank's interface sent per step. The summary goes to bench/results/T4.json (machine, command, commit).
+# own, both through gradwire uncompressed, the gradient reduce-scatter through gradwire int8 + error
+# feedback, and that plus the parameter all-gather through gradwire int8. One table per link rate: step
+# time and speed-up over FSDP2, the share of FSDP2's step spent communicating, the loss after the same steps
+# and its gap to FSDP2's, bytes each rank's interface sent per step. The summary goes to bench/results/T4.json (machine, command, commit).
 #
 #   scripts/bench-t4.sh [t4_fsdp.py options...]          e.g. --steps 4 --configs fsdp,gw-int8-rs-ag
 #

@@ -6,13 +6,16 @@ layer: about 21 M parameters; each block and the whole model fully_shard-ed) lea
 on synthetic tokens, once per configuration, from the same initial weights and the same batches:
 
   fsdp              FSDP2's own reduce-scatter and all-gather (gloo)
+  gw-none           both through gradwire uncompressed: separates the collectives' own algorithms (gloo's
+                    reduce-scatter sends about twice the (n - 1) / n of the buffer a reduce-scatter needs, as
+                    the sent bytes per step show) from what the codec gains
   gw-int8-rs        gradient reduce-scatter through gradwire int8 + error feedback (gradwire.torch.fsdp)
   gw-int8-rs-ag     the same and the parameter all-gather through gradwire int8
 
 The tokens: a fixed random first-order Markov chain over the vocabulary (every token has 4 successors with
 probabilities 0.55, 0.25, 0.15 and 0.05), the same on every machine and rank, each rank drawing its own
 sequences. It needs no data set, and unlike uniform random tokens it has structure to learn: the loss
-falls from ln(8192) = 9.01 towards the chain's entropy (1.11 nats), so "the same loss after the same
+falls from about ln(8192) = 9.0 towards the chain's entropy (1.11 nats), so "the same loss after the same
 steps" compares training, not noise.
 
 Prints JSON lines: "compute" (the step without communication: the same model unsharded on every rank at
@@ -41,6 +44,7 @@ import gradwire.torch.fsdp as gwf  # noqa: E402
 
 CONFIGS = {
     "fsdp": None,
+    "gw-none": dict(codec="none", all_gather_codec="none"),
     "gw-int8-rs": dict(codec="int8", error_feedback=True),
     "gw-int8-rs-ag": dict(codec="int8", error_feedback=True, all_gather_codec="int8"),
 }
