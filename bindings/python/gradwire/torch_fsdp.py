@@ -220,6 +220,8 @@ class FSDPState:
         try:
             return self._call(fn)
         except _core.Error as e:
+            if getattr(e, "_gw_own", False):
+                self.fail_here(e)  # the C side refused this rank's own input: fail every rank with its message
             err = self._peer_failure(e)
             self._failed = err
             raise err from None
@@ -341,6 +343,14 @@ def _check_common(state, what, inp, out, group, gather):
             f"shards (the shard count must divide the buffer)")
 
 
+def _own(e):
+    """Marks an error of gradwire's refusing this rank's own input at the start of a collective (invalid
+    argument, unsupported), which FSDPState.run turns into a failure of every rank; others pass as they are."""
+    if isinstance(e, (_core.InvalidArgumentError, _core.UnsupportedError)):
+        e._gw_own = True
+    return e
+
+
 def _check_own(state, what, tensors, device):
     """One rank's own tensors: a failure fails the communicator on every rank (FSDPState.fail_here)."""
     try:
@@ -437,8 +447,13 @@ class ReduceScatter(_Comm):
                     y = torch.empty(n, dtype=output_tensor.dtype, device=output_tensor.device)
                     outs.append((y, segs))
                 seed = st.seed + 7919 * self.index + g
-                reqs.append(st.comm.reduce_scatter_compressed_start(e.ef if e.ef is not None else e.codec, x, y,
-                                                                    op=gw_op, seed=seed, step=e.step))
+                try:
+                    reqs.append(st.comm.reduce_scatter_compressed_start(e.ef if e.ef is not None else e.codec, x,
+                                                                        y, op=gw_op, seed=seed, step=e.step))
+                except _core.Error as ex:
+                    for r in reqs:
+                        r.free()
+                    raise _own(ex)
                 e.step += 1
             err = None
             for r in reqs:
@@ -477,7 +492,11 @@ class AllGather(_Comm):
 
         def go():
             e = st.entry(f"ag/{self.index}", self.codec_name, src.numel(), False)
-            st.comm.allgather_compressed(e.codec, src, output_tensor, seed=st.seed + 104729 + self.index, step=e.step)
+            try:
+                st.comm.allgather_compressed(e.codec, src, output_tensor, seed=st.seed + 104729 + self.index,
+                                             step=e.step)
+            except (_core.InvalidArgumentError, _core.UnsupportedError) as ex:
+                raise _own(ex)
             e.step += 1
         if self.device.type == "cuda":
             torch.cuda.current_stream(self.device).synchronize()
