@@ -74,8 +74,9 @@ def start_ranks(n, script, *args, **env):
 def test_rendezvous_never_calls_the_process_groups_collectives():
     """torch.distributed's collectives raise on CPU tensors from before the hook is made to the end of training
     (as an NCCL group's would): the hook's rendezvous goes through torch's store, and its average still equals
-    DDP's own allreduce."""
-    results = start_ranks(2, "ddp.py", "--refuse-cpu-collectives", "--codec", "none", "--steps", "3", "--compare")
+    DDP's own allreduce. DDP and the hook run over a group made with new_group (keys under its name)."""
+    results = start_ranks(2, "ddp.py", "--refuse-cpu-collectives", "--subgroup", "--codec", "none", "--steps", "3",
+                          "--compare")
     for rank, (rc, out) in enumerate(results):
         assert rc == 0, out
         assert "refused like NCCL" not in out, out

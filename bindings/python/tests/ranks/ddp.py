@@ -9,6 +9,7 @@ trains a small MLP for a few steps with gradwire's hook and checks that every ra
   ddp.py --refuse-cpu-collectives                     torch.distributed's collectives raise on CPU tensors, as
                                                       an NCCL group does, from before the hook is made until
                                                       training ends: the hook must not call them
+  ddp.py --subgroup                                   DDP and the hook over a group made with new_group
   ddp.py --backend nccl --device cuda --save F        a GPU run (tests/gpu/check.sh); --save writes the final
                                                       parameters (torch.save) for a comparison across runs
 """
@@ -78,6 +79,7 @@ def main():
     p.add_argument("--bucket-cap-mb", type=float, default=0.1)
     p.add_argument("--timeout", type=float, default=120.0, help="gradwire's rendezvous and collectives")
     p.add_argument("--refuse-cpu-collectives", action="store_true")
+    p.add_argument("--subgroup", action="store_true", help="DDP and the hook over a new group of every rank")
     p.add_argument("--backend", default="gloo")
     p.add_argument("--device", default="cpu", help="cpu, or cuda (each rank its LOCAL_RANK's device)")
     p.add_argument("--save", default=None, help="torch.save the final parameters (on the CPU) to this file")
@@ -91,6 +93,8 @@ def main():
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
         ddp_kw = {"device_ids": [device.index]}
+    if args.subgroup:
+        ddp_kw["process_group"] = dist.new_group(list(range(world)))
     model = model_of(1).to(device)
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb, **ddp_kw)
     if args.compare:
@@ -100,7 +104,7 @@ def main():
     restore = refuse_cpu_collectives() if args.refuse_cpu_collectives else (lambda: None)
     opts = {"ratio": 0.05} if args.codec == "topk" else {}
     state = gwt.HookState(codec=args.codec, error_feedback=args.error_feedback, model=model, timeout=args.timeout,
-                          bucket_cap_mb=25, **opts)
+                          bucket_cap_mb=25, process_group=ddp_kw.get("process_group"), **opts)
     ddp.register_comm_hook(state, gwt.hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     loss_fn = torch.nn.CrossEntropyLoss()
