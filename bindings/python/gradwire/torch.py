@@ -638,3 +638,11 @@ def hook(state, bucket):
     """DDP communication hook: averages the bucket across ranks through gradwire (see HookState). Returns a
     torch.futures.Future completed with the averaged buffer."""
     return state.submit(bucket)
+
+
+# gradwire.torch.fsdp (FSDP2's reduce-scatter and all-gather through gradwire) lives in torch_fsdp.py, a
+# module of the gradwire package, and is importable as gradwire.torch.fsdp.
+import sys as _sys  # noqa: E402
+from . import torch_fsdp as fsdp  # noqa: E402
+_sys.modules[__name__ + ".fsdp"] = fsdp
+
