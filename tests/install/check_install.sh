@@ -17,12 +17,17 @@ done
 soname=$(objdump -p "$prefix/lib/libgradwire.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = "libgradwire.so.0" ] || { echo "FAIL: SONAME is '$soname'"; exit 1; }
 
+# The ABI the installed headers declare: a plugin built against them reports it in `gradwire plugins`.
+abi=$(sed -n 's/^#define GW_ABI_VERSION_MAJOR \([0-9]*\).*/\1/p' "$prefix/include/gradwire/types.h").$(
+      sed -n 's/^#define GW_ABI_VERSION_MINOR \([0-9]*\).*/\1/p' "$prefix/include/gradwire/types.h")
+[[ "$abi" =~ ^[0-9]+\.[0-9]+$ ]] || { echo "FAIL: no ABI version in the installed types.h ('$abi')"; exit 1; }
+
 # The example plugin, against the installed package (find_package) and nothing else.
 cmake -S "$src/examples/third_party_codec" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" > "$work/example.log"
 cmake --build "$work/example" >> "$work/example.log"
 out=$(GRADWIRE_PLUGIN_PATH="$work/example" "$prefix/bin/gradwire" plugins)
 echo "$out"
-grep -q "^minmax8 1.0.0  (ABI 1.2)" <<< "$out" || { echo "FAIL: minmax8 not listed"; exit 1; }
+grep -q "^minmax8 1.0.0  (ABI $abi)" <<< "$out" || { echo "FAIL: minmax8 not listed"; exit 1; }
 grep -q "^none 1.0.0" <<< "$out" || { echo "FAIL: none not listed from the installed plugin folder"; exit 1; }
 
 # The example transport, against the installed package only; the installed `gradwire conformance`
@@ -30,7 +35,7 @@ grep -q "^none 1.0.0" <<< "$out" || { echo "FAIL: none not listed from the insta
 cmake -S "$src/examples/third_party_transport" -B "$work/transport" -DCMAKE_PREFIX_PATH="$prefix" > "$work/transport.log"
 cmake --build "$work/transport" >> "$work/transport.log"
 out=$(GRADWIRE_PLUGIN_PATH="$work/transport" "$prefix/bin/gradwire" plugins)
-grep -q "^tcp_example 1.0.0  (ABI 1.2)" <<< "$out" || { echo "$out"; echo "FAIL: tcp_example not listed"; exit 1; }
+grep -q "^tcp_example 1.0.0  (ABI $abi)" <<< "$out" || { echo "$out"; echo "FAIL: tcp_example not listed"; exit 1; }
 "$prefix/bin/gradwire" conformance --timeout 10 "$work/transport/libgw-tcp-example.so" > "$work/conformance.log" 2>&1 ||
   { cat "$work/conformance.log"; echo "FAIL: the out-of-tree transport does not pass conformance"; exit 1; }
 tail -1 "$work/conformance.log"
