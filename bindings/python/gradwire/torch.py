@@ -191,6 +191,56 @@ class _Run:
         self.step = 0
 
 
+_FAILED_KEY = "failed"
+
+
+def _leave_failure(store, namespace, rank, e):
+    """The first rank whose own input failed leaves gradwire's status and message under the namespace, for
+    the other ranks' _peer_failure; a store that is gone is ignored (the failure still reaches the peers
+    through the failed communicator)."""
+    try:
+        if store.add(f"{namespace}/{_FAILED_KEY}/count", 1) == 1:
+            status = getattr(e, "status", None) or _core.InternalError.status
+            store.set(f"{namespace}/{_FAILED_KEY}", f"{int(status)}\n{rank}\n{getattr(e, 'message', e)}".encode())
+    except Exception:  # noqa: BLE001 - a store that is gone: the failure still reaches the peers
+        pass
+
+
+def _peer_failure(store, namespace, rank, e):
+    """The error to raise for `e` when another rank failed first on its own input and said why in the
+    store: its class and message, with what this rank saw; else `e`."""
+    try:
+        # The count is 1 once a rank has set the message (it sets it before it fails the others).
+        if store.add(f"{namespace}/{_FAILED_KEY}/count", 0) == 0:
+            return e
+        key = f"{namespace}/{_FAILED_KEY}"
+        store.wait([key], datetime.timedelta(seconds=5))
+        status, failed_rank, message = store.get(key).decode(errors="replace").split("\n", 2)
+        status, failed_rank = int(status), int(failed_rank)
+    except Exception:  # noqa: BLE001 - no word from the others (or no store): this rank's own error
+        return e
+    if failed_rank == rank:
+        return e
+    cls = _core.error_class(status)
+    here = f"{e.status_name}: {e.message}" if isinstance(e, _core.Error) else str(e)
+    err = cls(f"rank {failed_rank} of the process group failed on its input: {message} (so this rank's collective "
+              f"failed too: {here})")
+    if cls is _core.Error:
+        err.status = status
+    return err
+
+
+def _load_step_and_residual(entry, saved):
+    """A saved collective's step counter and error-feedback residual into its live counterpart (the caller
+    has checked that codec and count agree); a saved state without a residual resets it."""
+    entry.step = saved["step"]
+    if entry.ef is not None:
+        if saved.get("ef"):
+            entry.ef.load(saved["ef"])
+        else:
+            entry.ef.reset()
+
+
 class HookState:
     """What gradwire's DDP hook needs: the runtime, the communicator, the codecs, per-bucket step counters and
     error feedback, and the progress thread that runs every gradwire call.
@@ -417,8 +467,6 @@ class HookState:
         cls = _core.error_class(e.status) if isinstance(e, _core.Error) else _core.StateError
         return cls(f"the gradwire communicator failed earlier and cannot continue: {getattr(e, 'message', e)}")
 
-    _FAILED_KEY = "failed"
-
     def _fail_here(self, comm, e, inflight, fut=None):
         """This rank's own input failed (a bucket it cannot take, a tensor the C side refused at the start):
         leaves gradwire's message in the store for the other ranks, then fails the communicator on every
@@ -426,13 +474,7 @@ class HookState:
         collective this one will not start."""
         first = self._failed is None
         if first:
-            try:
-                if self._store.add(f"{self._namespace}/{self._FAILED_KEY}/count", 1) == 1:
-                    status = getattr(e, "status", None) or _core.InternalError.status
-                    self._store.set(f"{self._namespace}/{self._FAILED_KEY}",
-                                    f"{int(status)}\n{self.rank}\n{getattr(e, 'message', e)}".encode())
-            except Exception:  # noqa: BLE001 - a store that is gone: the failure still reaches the peers
-                pass
+            _leave_failure(self._store, self._namespace, self.rank, e)
         had_inflight = bool(inflight)
         self._fail(e, inflight, fut, lookup=False)
         if first and not had_inflight:
@@ -442,27 +484,7 @@ class HookState:
                 pass  # the communicator has failed already
 
     def _peer_failure(self, e):
-        """The error to raise for `e` when another rank failed first on its own input and said why in the
-        store: its class and message, with what this rank saw; else `e`."""
-        try:
-            # The count is 1 once a rank has set the message (it sets it before it fails the others).
-            if self._store.add(f"{self._namespace}/{self._FAILED_KEY}/count", 0) == 0:
-                return e
-            key = f"{self._namespace}/{self._FAILED_KEY}"
-            self._store.wait([key], datetime.timedelta(seconds=5))
-            status, rank, message = self._store.get(key).decode(errors="replace").split("\n", 2)
-            status, rank = int(status), int(rank)
-        except Exception:  # noqa: BLE001 - no word from the others (or no store): this rank's own error
-            return e
-        if rank == self.rank:
-            return e
-        cls = _core.error_class(status)
-        here = f"{e.status_name}: {e.message}" if isinstance(e, _core.Error) else str(e)
-        err = cls(f"rank {rank} of the process group failed on its input: {message} (so this rank's collective "
-                  f"failed too: {here})")
-        if cls is _core.Error:
-            err.status = status
-        return err
+        return _peer_failure(self._store, self._namespace, self.rank, e)
 
     def _fail(self, e, inflight, fut=None, lookup=True):
         if lookup and self._failed is None:
@@ -606,12 +628,7 @@ class HookState:
             for key, v in list(pending.items()):
                 run = self._runs.get(key)
                 if run is not None and run.codec_name == v["codec"] and run.count == v["count"]:
-                    run.step = v["step"]
-                    if run.ef is not None:
-                        if v.get("ef"):
-                            run.ef.load(v["ef"])
-                        else:
-                            run.ef.reset()
+                    _load_step_and_residual(run, v)
                     del pending[key]
             self._pending_load = pending
         self._call(apply)

@@ -37,7 +37,6 @@ Design (docs/pytorch.md, "FSDP2"):
 import fnmatch
 import threading
 import queue
-import datetime
 
 import torch
 import torch.distributed as dist
@@ -54,7 +53,6 @@ except ModuleNotFoundError:  # Python < 3.11
 __all__ = ["compress", "FSDPState", "ReduceScatter", "AllGather"]
 
 STATE_VERSION = 1
-_FAILED_KEY = "failed"
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -172,13 +170,7 @@ class FSDPState:
         """This rank's own input is bad: leaves gradwire's message in the store, then fails the communicator
         on every rank (a collective freed before it completed does), so no rank waits for this one."""
         if self._failed is None:
-            try:
-                if self._store.add(f"{self._namespace}/{_FAILED_KEY}/count", 1) == 1:
-                    status = getattr(e, "status", None) or _core.InternalError.status
-                    self._store.set(f"{self._namespace}/{_FAILED_KEY}",
-                                    f"{int(status)}\n{self.rank}\n{getattr(e, 'message', e)}".encode())
-            except Exception:  # noqa: BLE001 - a store that is gone: the failure still reaches the peers
-                pass
+            _gwt._leave_failure(self._store, self._namespace, self.rank, e)
             self._failed = e
 
             def kill():
@@ -193,24 +185,7 @@ class FSDPState:
         raise e
 
     def _peer_failure(self, e):
-        try:
-            if self._store.add(f"{self._namespace}/{_FAILED_KEY}/count", 0) == 0:
-                return e
-            key = f"{self._namespace}/{_FAILED_KEY}"
-            self._store.wait([key], datetime.timedelta(seconds=5))
-            status, rank, message = self._store.get(key).decode(errors="replace").split("\n", 2)
-            status, rank = int(status), int(rank)
-        except Exception:  # noqa: BLE001
-            return e
-        if rank == self.rank:
-            return e
-        cls = _core.error_class(status)
-        here = f"{e.status_name}: {e.message}" if isinstance(e, _core.Error) else str(e)
-        err = cls(f"rank {rank} of the process group failed on its input: {message} (so this rank's collective "
-                  f"failed too: {here})")
-        if cls is _core.Error:
-            err.status = status
-        return err
+        return _gwt._peer_failure(self._store, self._namespace, self.rank, e)
 
     def run(self, fn):
         """Runs fn (gradwire calls) on the owning thread; a failure is reported with the failing rank's
@@ -288,12 +263,7 @@ class FSDPState:
             for key, v in list(pending.items()):
                 e = self._entries.get(key)
                 if e is not None and (e.codec_name, e.count) == (v["codec"], v["count"]):
-                    e.step = v["step"]
-                    if e.ef is not None:
-                        if v.get("ef"):
-                            e.ef.load(v["ef"])
-                        else:
-                            e.ef.reset()
+                    _gwt._load_step_and_residual(e, v)
                     del pending[key]
             self._pending_load = pending
         self._call(apply)
