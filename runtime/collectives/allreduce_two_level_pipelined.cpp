@@ -41,9 +41,7 @@ Task allreduce_two_level(Collective& c, CompressedArgs a, comm::Topology t, bool
   const std::vector<uint32_t> cross = t.cross_group(me);
   const uint32_t L = uint32_t(local.size()), li = t.local_index(me);
   const uint32_t M = uint32_t(cross.size());
-  uint32_t ni = 0;
-  for (uint32_t k = 0; k < M; ++k)
-    if (cross[k] == me) ni = k;
+  const uint32_t ni = t.node_of.at(me);  // this rank's place in its cross group (one rank per node, in node order)
   const bool gather = M > 1 && gather_encoded;
   const bool scatter = M > 1 && !gather;
   const uint64_t chunk = std::max<uint64_t>(1, a.chunk_elements);

@@ -18,9 +18,7 @@ Task reduce_scatter_two_level(Collective& c, ShardArgs a, const comm::Topology& 
   const std::vector<uint32_t> local = t.local_group(me);
   const std::vector<uint32_t> cross = t.cross_group(me);
   const uint32_t L = uint32_t(local.size()), li = t.local_index(me), M = uint32_t(cross.size());
-  uint32_t ni = 0;
-  for (uint32_t k = 0; k < M; ++k)
-    if (cross[k] == me) ni = k;
+  const uint32_t ni = t.node_of.at(me);  // this rank's place in its cross group (one rank per node, in node order)
   const uint64_t count = a.count, bytes = 4 * count;
   CodecOps ops(*a.codec, a.ef, a.ctx, ni, M);
   TensorMemory& memory = ops.memory();
