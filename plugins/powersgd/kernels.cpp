@@ -64,15 +64,23 @@ void reconstruct(const float* p, const float* q, uint64_t rows, uint64_t cols, u
 void orthogonalize(float* p, uint64_t rows, uint32_t r) {
   for (uint32_t k = 0; k < r; ++k) {
     float* col = p + k * rows;
+    const float before = std::sqrt(dot(col, col, rows));
+    // Against every earlier column, twice: one pass leaves a rounding error along them that normalising a
+    // small remainder would blow up (P of a gradient of rank below r); the second removes it.
+    for (int pass = 0; pass < 2; ++pass)
+      for (uint32_t l = 0; l < k; ++l) {
+        const float* other = p + l * rows;
+        const float proj = dot(other, col, rows);
+        for (uint64_t i = 0; i < rows; ++i) col[i] -= proj * other[i];
+      }
     const float norm = std::sqrt(dot(col, col, rows));
-    if (norm > 0) {
+    if (norm > 1e-4f * before && norm > 0) {
       const float inv = 1.0f / norm;
       for (uint64_t i = 0; i < rows; ++i) col[i] *= inv;
-    }
-    for (uint32_t l = k + 1; l < r; ++l) {
-      float* other = p + l * rows;
-      const float proj = dot(col, other, rows);
-      for (uint64_t i = 0; i < rows; ++i) other[i] -= proj * col[i];
+    } else {
+      // Nothing of this column is outside the earlier ones (or it was zero): it adds no direction, and a
+      // zero column keeps P Pᵀ a projection.
+      std::memset(col, 0, sizeof(float) * rows);
     }
   }
 }

@@ -14,8 +14,9 @@ void multiply(const float* m, uint64_t rows, uint64_t cols, const float* q, uint
 void multiply_transposed(const float* m, uint64_t rows, uint64_t cols, const float* p, uint32_t r, float* q);
 // out = P Q^T (rows x cols, row-major). out may be m of the other calls.
 void reconstruct(const float* p, const float* q, uint64_t rows, uint64_t cols, uint32_t r, float* out);
-// Modified Gram-Schmidt on the r columns of P (each `rows` long), in order: each column is normalised
-// (a zero column stays zero) and removed from the columns after it.
+// Gram-Schmidt on the r columns of P (each `rows` long), in order, each column projected off the earlier
+// ones twice, then normalised; a column with nothing left outside the earlier ones (P of rank below r)
+// becomes zero, so the result is always orthonormal columns and zero columns.
 void orthogonalize(float* p, uint64_t rows, uint32_t r);
 
 }  // namespace psgd

@@ -3,7 +3,8 @@
 // worth compressing, with M the tensor plus its residual:
 //   round 0: P = M Q (Q kept from the last call: warm start), sent with the other elements as they are;
 //   round 1: P = orthogonalise(sum of P), Q = M^T P, sent;
-//   round 2: Q = sum of Q (kept for the next call), out = P Q^T; residual = M - out / ranks.
+//   round 2: Q = sum of Q (kept for the next call), out = P Q^T; residual = M - P Q_local^T (Q_local: this
+//            rank's own M^T P).
 // Tensors without a shape, too small or too thin, go exactly in round 0. docs/powersgd.md.
 #include <gradwire/plugin.h>
 
@@ -36,7 +37,7 @@ struct Buffer {
   bool q_ready = false;
   std::vector<float> q;         // q_elements: every segment's Q, column by column
   std::vector<float> residual;  // count (error feedback), empty until the first call
-  std::vector<float> m, p, exact_sum;
+  std::vector<float> m, p, q_local, exact_sum;
 };
 
 void put_u64(std::vector<unsigned char>& out, uint64_t v) {
@@ -94,11 +95,14 @@ class Codec final : public gwc::CodecBase {
     rank_ = uint32_t(config.get_int("rank", 4));
     min_compression_rate_ = config.get_float("min_compression_rate", 2.0);
     min_elements_ = uint64_t(config.get_int("min_elements", 0));
-    error_feedback_ = config.get_bool("error_feedback", true);
+    error_feedback_ = config.get_bool("residual_feedback", true);
     warm_start_ = config.get_bool("warm_start", true);
     start_step_ = uint64_t(config.get_int("start_step", 0));
     const std::string format = config.get_string("factor_format", "f32");
     wire_ = format == "fp16" ? "fp16" : format == "int8" ? "int8" : "none";
+    // int8 scales each block of 256 elements by its largest: each tensor's factor starts a block of its own,
+    // so a block never mixes two tensors' factors (or a factor and the exact elements), whose magnitudes differ.
+    granule_ = format == "int8" ? 256 : 1;
     if (format != "f32" && format != "fp16" && format != "int8")
       fail(GW_ERR_CONFIG, "powersgd: factor_format '" + format + "' is not one of f32|fp16|int8");
   }
@@ -168,6 +172,7 @@ class Codec final : public gwc::CodecBase {
         b.q_ready = true;
       }
       float* v = vector(next, b.p_elements + b.exact_elements);
+      if (granule_ > 1) std::memset(v, 0, 4 * b.p_elements);  // the padding between factors
       for (const Segment& g : b.segments)
         psgd::multiply(b.m.data() + g.offset, g.rows, g.cols, b.q.data() + g.q_at, rank_, v + g.p_at);
       float* e = v + b.p_elements;
@@ -182,10 +187,12 @@ class Codec final : public gwc::CodecBase {
       b.p.assign(sum, sum + b.p_elements);
       b.exact_sum.assign(sum + b.p_elements, sum + b.p_elements + b.exact_elements);
       float* v = vector(next, b.q_elements);
+      if (granule_ > 1) std::memset(v, 0, 4 * b.q_elements);
       for (const Segment& g : b.segments) {
         psgd::orthogonalize(b.p.data() + g.p_at, g.rows, rank_);
         psgd::multiply_transposed(b.m.data() + g.offset, g.rows, g.cols, b.p.data() + g.p_at, rank_, v + g.q_at);
       }
+      if (error_feedback_) b.q_local.assign(v, v + b.q_elements);  // this rank's own share of the sum
       return;
     }
     // The last round: out = P Q^T for the compressed tensors, the exact sums for the rest.
@@ -203,12 +210,15 @@ class Codec final : public gwc::CodecBase {
     const float share = 1.0f / float(ctx.world_size ? ctx.world_size : 1);
     if (error_feedback_) b.residual.assign(in.count, 0.0f);
     for (const Segment& g : b.segments) {
-      float* o = y + g.offset;
-      psgd::reconstruct(b.p.data() + g.p_at, b.q.data() + g.q_at, g.rows, g.cols, rank_, o);
+      psgd::reconstruct(b.p.data() + g.p_at, b.q.data() + g.q_at, g.rows, g.cols, rank_, y + g.offset);
       if (error_feedback_) {
-        const float* mm = b.m.data() + g.offset;
+        // What this rank's own M lost: M - P Q_localᵀ, Q_local = Mᵀ P its share of the summed Q. The
+        // residuals add up over the ranks to the sum's error, as M - out / ranks's do, without the
+        // differences between the ranks' M, which a quantised factor format would round again.
         float* res = b.residual.data() + g.offset;
-        for (uint64_t i = 0; i < g.rows * g.cols; ++i) res[i] = mm[i] - o[i] * share;
+        psgd::reconstruct(b.p.data() + g.p_at, b.q_local.data() + g.q_at, g.rows, g.cols, rank_, res);
+        const float* mm = b.m.data() + g.offset;
+        for (uint64_t i = 0; i < g.rows * g.cols; ++i) res[i] = mm[i] - res[i];
       }
     }
     const float* e = b.exact_sum.data();
@@ -308,8 +318,8 @@ class Codec final : public gwc::CodecBase {
       g.cols = s.cols;
       g.p_at = b.p_elements;
       g.q_at = b.q_elements;
-      b.p_elements += s.rows * rank_;
-      b.q_elements += s.cols * rank_;
+      b.p_elements = align(b.p_elements + s.rows * rank_);
+      b.q_elements = align(b.q_elements + s.cols * rank_);
       b.segments.push_back(g);
       at = s.offset + s.rows * s.cols;
     }
@@ -317,6 +327,8 @@ class Codec final : public gwc::CodecBase {
     for (const auto& [begin, end] : b.exact) b.exact_elements += end - begin;
     return b;
   }
+
+  uint64_t align(uint64_t n) const { return (n + granule_ - 1) / granule_ * granule_; }
 
   static bool same(const std::vector<gw_tensor_shape>& a, const gw_codec_context& ctx) {
     if (a.size() != ctx.num_shapes) return false;
@@ -341,6 +353,7 @@ class Codec final : public gwc::CodecBase {
   bool warm_start_ = true;
   uint64_t start_step_ = 0;
   const char* wire_ = "none";
+  uint64_t granule_ = 1;
   std::map<uint64_t, Buffer> buffers_;
 };
 
@@ -413,7 +426,7 @@ constexpr gw_config_key kKeys[] = {
      0.0, 1e9, nullptr},
     {sizeof(gw_config_key), "min_elements", GW_CONFIG_INT, "0",
      "Tensors with fewer elements go exactly (uncompressed).", 0.0, 9.0e15, nullptr},
-    {sizeof(gw_config_key), "error_feedback", GW_CONFIG_BOOL, "true",
+    {sizeof(gw_config_key), "residual_feedback", GW_CONFIG_BOOL, "true",
      "Add what the approximation dropped to the tensor's next input (kept per buffer, saved in checkpoints).", 1.0,
      0.0, nullptr},
     {sizeof(gw_config_key), "warm_start", GW_CONFIG_BOOL, "true",

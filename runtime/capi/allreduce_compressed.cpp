@@ -61,7 +61,7 @@ gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw
   gw::coll::check_shapes(given.shapes, given.num_shapes, o.count);
   if (ef != nullptr && codec->has_rounds())
     gw::fail(GW_ERR_UNSUPPORTED, "codec '" + codec->name() + "' keeps its own error feedback inside its rounds ([codec." +
-                                     codec->name() + "] error_feedback); use gw_allreduce_compressed without gw_error_feedback");
+                                     codec->name() + "]); use gw_allreduce_compressed without gw_error_feedback");
   gw::coll::CompressedArgs a;
   if (given.num_shapes > 0) a.shapes.assign(given.shapes, given.shapes + given.num_shapes);
   a.codec = codec;

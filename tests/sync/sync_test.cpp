@@ -186,7 +186,10 @@ TEST(PowerSgd, EveryRankBitIdenticalAndRankOneSumsExact) {
 }
 TEST(PowerSgd, OneRank) { expect_ok(1, GW_POWERSGD_RANK, "identical"); }
 TEST(PowerSgd, AverageDividesOnce) { expect_ok(3, GW_POWERSGD_RANK, "avg"); }
-TEST(PowerSgd, Int8FactorsStayIdenticalAndClose) { expect_ok(3, GW_POWERSGD_RANK, "int8"); }
+TEST(PowerSgd, Int8FactorsStayIdenticalAndClose) {
+  expect_ok(3, GW_POWERSGD_RANK, "int8");
+  expect_ok(2, GW_POWERSGD_RANK, "int8-noef");
+}
 TEST(PowerSgd, ErrorFeedbackSendsWhatWasDropped) {
   expect_ok(2, GW_POWERSGD_RANK, "ef");
   expect_ok(2, GW_POWERSGD_RANK, "no-ef");
