@@ -82,8 +82,8 @@ func TestSyncShapesOnOneRank(t *testing.T) {
 	if _, err := s.Step(); err != nil {
 		t.Fatal(err)
 	}
-	for i := range want {
-		if d := g[i] - want[i]; d > 1e-3 || d < -1e-3 {
+	for i := range want { // within float rounding (values up to 1024)
+		if d := g[i] - want[i]; d > 1e-2 || d < -1e-2 {
 			t.Fatalf("element %d: %g, want %g", i, g[i], want[i])
 		}
 	}
