@@ -6,6 +6,15 @@
 namespace psgd {
 namespace {
 
+// The products are compiled for AVX2 too and picked when the CPU has it. The bits do not change: every sum
+// is in the order the source writes (partial sums s0..s7 are lanes, not a reassociation) and nothing is
+// contracted into an FMA (-ffp-contract=off), so ranks on CPUs with and without AVX2 agree.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PSGD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PSGD_CLONES
+#endif
+
 // Four partial sums so the loop vectorises without reassociation flags; summed in a fixed order.
 inline float dot(const float* __restrict a, const float* __restrict b, uint64_t n) {
   float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
@@ -26,7 +35,7 @@ inline float dot(const float* __restrict a, const float* __restrict b, uint64_t 
 
 }  // namespace
 
-void multiply(const float* m, uint64_t rows, uint64_t cols, const float* q, uint32_t r, float* p) {
+PSGD_CLONES void multiply(const float* m, uint64_t rows, uint64_t cols, const float* q, uint32_t r, float* p) {
   // Row i of M is read once (it stays in the first-level cache for its r dot products).
   for (uint64_t i = 0; i < rows; ++i) {
     const float* row = m + i * cols;
@@ -34,7 +43,7 @@ void multiply(const float* m, uint64_t rows, uint64_t cols, const float* q, uint
   }
 }
 
-void multiply_transposed(const float* m, uint64_t rows, uint64_t cols, const float* p, uint32_t r, float* q) {
+PSGD_CLONES void multiply_transposed(const float* m, uint64_t rows, uint64_t cols, const float* p, uint32_t r, float* q) {
   std::memset(q, 0, sizeof(float) * cols * r);
   // Q[:, k] += P[i, k] * row i, row after row: M streams once, Q (r x cols) stays in cache.
   for (uint64_t i = 0; i < rows; ++i) {
@@ -47,7 +56,7 @@ void multiply_transposed(const float* m, uint64_t rows, uint64_t cols, const flo
   }
 }
 
-void reconstruct(const float* p, const float* q, uint64_t rows, uint64_t cols, uint32_t r, float* out) {
+PSGD_CLONES void reconstruct(const float* p, const float* q, uint64_t rows, uint64_t cols, uint32_t r, float* out) {
   for (uint64_t i = 0; i < rows; ++i) {
     float* __restrict row = out + i * cols;
     const float a0 = p[i];
@@ -61,7 +70,23 @@ void reconstruct(const float* p, const float* q, uint64_t rows, uint64_t cols, u
   }
 }
 
-void orthogonalize(float* p, uint64_t rows, uint32_t r) {
+PSGD_CLONES void subtract_product(const float* m, const float* p, const float* q, uint64_t rows, uint64_t cols,
+                                  uint32_t r, float* res) {
+  for (uint64_t i = 0; i < rows; ++i) {
+    float* __restrict row = res + i * cols;
+    const float* __restrict mrow = m + i * cols;
+    const float a0 = p[i];
+    for (uint64_t j = 0; j < cols; ++j) row[j] = a0 * q[j];
+    for (uint32_t k = 1; k < r; ++k) {
+      const float a = p[k * rows + i];
+      const float* __restrict qk = q + k * cols;
+      for (uint64_t j = 0; j < cols; ++j) row[j] += a * qk[j];
+    }
+    for (uint64_t j = 0; j < cols; ++j) row[j] = mrow[j] - row[j];
+  }
+}
+
+PSGD_CLONES void orthogonalize(float* p, uint64_t rows, uint32_t r) {
   for (uint32_t k = 0; k < r; ++k) {
     float* col = p + k * rows;
     const float before = std::sqrt(dot(col, col, rows));

@@ -159,9 +159,14 @@ class Codec final : public gwc::CodecBase {
     const bool two = !b.segments.empty();
     if (r == 0) {
       // M = input + residual; P = M Q for the compressed tensors, then the exact elements.
-      b.m.assign(x, x + in.count);
-      if (error_feedback_ && b.residual.size() == in.count)
-        for (uint64_t i = 0; i < in.count; ++i) b.m[i] += b.residual[i];
+      b.m.resize(in.count);
+      if (error_feedback_ && b.residual.size() == in.count) {
+        const float* res = b.residual.data();
+        float* mm = b.m.data();
+        for (uint64_t i = 0; i < in.count; ++i) mm[i] = x[i] + res[i];
+      } else {
+        std::memcpy(b.m.data(), x, 4 * in.count);
+      }
       if (!b.q_ready || !warm_start_) {
         b.q.resize(b.q_elements);
         for (size_t s = 0; s < b.segments.size(); ++s) {
@@ -208,17 +213,16 @@ class Codec final : public gwc::CodecBase {
     }
     auto* y = static_cast<float*>(out->data);
     const float share = 1.0f / float(ctx.world_size ? ctx.world_size : 1);
-    if (error_feedback_) b.residual.assign(in.count, 0.0f);
+    // The exact elements' residuals stay zero; the compressed tensors' are overwritten below.
+    if (error_feedback_ && b.residual.size() != in.count) b.residual.assign(in.count, 0.0f);
     for (const Segment& g : b.segments) {
       psgd::reconstruct(b.p.data() + g.p_at, b.q.data() + g.q_at, g.rows, g.cols, rank_, y + g.offset);
       if (error_feedback_) {
         // What this rank's own M lost: M - P Q_localᵀ, Q_local = Mᵀ P its share of the summed Q. The
         // residuals add up over the ranks to the sum's error, as M - out / ranks's do, without the
         // differences between the ranks' M, which a quantised factor format would round again.
-        float* res = b.residual.data() + g.offset;
-        psgd::reconstruct(b.p.data() + g.p_at, b.q_local.data() + g.q_at, g.rows, g.cols, rank_, res);
-        const float* mm = b.m.data() + g.offset;
-        for (uint64_t i = 0; i < g.rows * g.cols; ++i) res[i] = mm[i] - res[i];
+        psgd::subtract_product(b.m.data() + g.offset, b.p.data() + g.p_at, b.q_local.data() + g.q_at, g.rows,
+                               g.cols, rank_, b.residual.data() + g.offset);
       }
     }
     const float* e = b.exact_sum.data();
