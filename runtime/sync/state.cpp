@@ -6,6 +6,7 @@
 //     (version 2:) u8 has velocity [f32 × count], u8 has anchor [f32 × count],
 //     bytes parameter error-feedback state (empty: none),
 //   u32 background slots, then per slot: u64 slot, per bucket f32 × count (the finished average),
+//   (version 3:) u32 codecs with state, then per codec: str name, bytes its gw_codec_save_state blob,
 //   u64 FNV-1a 64 of every preceding byte.
 // str and bytes are a u64 length and the bytes.
 #include <algorithm>
@@ -19,7 +20,7 @@ namespace gw::sync {
 namespace {
 
 constexpr uint32_t kMagic = 0x59535747u;  // "GWSY"
-constexpr uint32_t kVersion = 2;  // 1: without velocity, anchor and parameter error feedback
+constexpr uint32_t kVersion = 3;  // 1: without velocity, anchor and parameter error feedback; 2: without codec states
 
 [[noreturn]] void corrupt(const std::string& what) {
   fail(GW_ERR_CORRUPT, "synchronizer state blob is invalid: " + what +
@@ -85,6 +86,15 @@ std::vector<unsigned char> Synchronizer::save_state() {
       }
       w.f32s(e.data.data(), e.data.size());
     }
+  }
+  // Codecs that keep state between calls (powersgd's warm starts and residuals, per bucket).
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> states;
+  for (auto& [name, codec] : codecs_)
+    if (codec->has_state()) states.emplace_back(name, codec->save_state());
+  w.u32(uint32_t(states.size()));
+  for (const auto& [name, blob] : states) {
+    w.str(name);
+    w.bytes(blob.data(), blob.size());
   }
   return w.finish_with_checksum();
 }
@@ -187,8 +197,26 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     auto& results = slots[slot];
     for (const Bucket& b : buckets_) results.push_back(r.f32s(b.count));
   }
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> codec_states;
+  if (version >= 3) {
+    const uint32_t n = r.u32();
+    for (uint32_t i = 0; i < n; ++i) {
+      std::string name = r.str();
+      codec_states.emplace_back(std::move(name), r.bytes());
+    }
+  }
   if (!r.at_end()) corrupt("bytes follow the last section");
+  for (const auto& [name, blob] : codec_states) {
+    bool used = false;
+    for (const Bucket& b : buckets_) used = used || b.codec_name == name;
+    for (const Loaded& l : loaded) used = used || l.adopt_codec == name;
+    if (!used)
+      fail(GW_ERR_MISMATCH, "the checkpoint holds the state of codec '" + name + "', which no bucket of this run uses");
+  }
 
+  // The codecs' states load first: a damaged one leaves the synchronizer as it was (a codec's own load is
+  // all or nothing).
+  for (const auto& [name, blob] : codec_states) codec_named(name)->load_state(blob.data(), blob.size());
   // Everything checked: apply. Exchanges of this run still in flight are completed first.
   schedule_->load(schedule_state.data(), schedule_state.size());
   for (auto& [slot, exchanges] : slots_)
