@@ -33,12 +33,12 @@ launches_at() { [ "$1" = 1gbit ] || [ "$1" = 10gbit ] || [ "$1" = P4 ] && echo "
 suites=${SUITES:-P5 P7 P4}
 mkdir -p "$out"
 busy_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }
-# Waits (at most a minute) until the machine is quiet: under 5 % of its cores busy over a second. The
+# Waits (at most QUIET_S seconds, a minute by default) until the machine is quiet: under 5 % of its cores busy over a second. The
 # ranks, peers and namespaces of the previous point take seconds to go; a calibration beside them
 # measured the codecs and the sum half again as slow as the point itself then ran.
 quiet() {
   local i a b
-  for i in $(seq 60); do
+  for i in $(seq "${QUIET_S:-60}"); do
     a=($(busy_ticks)); sleep 1; b=($(busy_ticks))
     (( (b[0] - a[0]) * 20 < (b[1] - a[1]) )) && return 0
   done
