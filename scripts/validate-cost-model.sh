@@ -70,7 +70,7 @@ launch() {  # POINT WHEN RUNNER DESCRIPTION ARGS...
   [ "$k" -le "$(launches_at "$when")" ] || return 0
   local f="$out/$point$tag.jsonl"
   [ -s "$f" ] && return 0
-  echo "$what, launch $k (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+  echo "$what, launch $k (load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$out/launches.txt" >&2
   "$runner" "$f.tmp" "$gw" bench "$@" --model "$(model "$point$tag")" --json && mv "$f.tmp" "$f"
 }
 for k in $(seq "$launches"); do
@@ -94,7 +94,7 @@ for k in $(seq "$launches"); do
   fi
 done
 python3 - "$out" <<'PY' | tee "$out/summary.txt"
-import glob, json, statistics, sys
+import glob, json, os, statistics, sys
 d = sys.argv[1]
 order = {"100mbit": 0, "1gbit": 1, "10gbit": 2}
 
@@ -187,6 +187,13 @@ if p4:
                    ("from the calibration alone", [dict(j, error=j["calibrated_error"],
                                                         launch_errors=j["calibrated_launch_errors"])
                                                    for j in p4 if "calibrated_error" in j])])
+
+launches = os.path.join(d, "launches.txt")
+if os.path.exists(launches):  # the machine's load (1-minute average) as each launch began
+    print("\nLaunches, with the machine's load as each began:\n")
+    print("```text")
+    print(open(launches).read().rstrip())
+    print("```")
 
 summary("all suites", [("P5", p5), ("P7", p7), ("P4", p4), ("all", p5 + p7 + p4),
                        ("P5, operator's path", operator(p5)), ("P7, operator's path", operator(p7)),
