@@ -217,7 +217,11 @@ TEST(Calibrate, MeasuresTheLinksAndTheCpuTcpCostsPerByte) {
   EXPECT_GT(tcp.beta, 0);
   EXPECT_GT(tcp.cpu, 0) << r.output;
   EXPECT_DOUBLE_EQ(m.link("inter").cpu, tcp.cpu);
-  EXPECT_DOUBLE_EQ(m.link("inter").beta, 8.0 / 1e9);
+  // The nominal rate at what the reference model's delivery says TCP delivers of it (a calibration of one
+  // host takes that delivery), and the link says so.
+  EXPECT_EQ(m.delivery.rates, gw::model::reference_model().delivery.rates);
+  EXPECT_NEAR(m.link("inter").beta, 1 / (1.25e8 * gw::model::delivered_at(m.delivery, 1.25e8).first), 1e-15);
+  EXPECT_NE(m.link("inter").origin.find("not measured: nominal rate 1 Gbit/s"), std::string::npos) << m.link("inter").origin;
   EXPECT_EQ(m.inter, "inter");
   // Shared memory: exchange times by message size, a ring's step with two ranks per core and a 2-rank
   // ring's step, each without and with its sums, and a call's own cost.
