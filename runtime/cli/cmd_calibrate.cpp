@@ -5,7 +5,12 @@
 // machine's CPU time per byte of a plain loopback TCP transfer; shm's exchanged, with a table by message
 // size and a ring's step with two ranks per core) — and saves it as TOML. `--inter-rate
 // RATE` adds a link "inter" with the TCP transport's alpha and CPU per byte and the given rate's beta (a
-// link this machine does not have, e.g. 100mbit) and makes it the model's inter-node link.
+// link this machine does not have, e.g. 100mbit; beta from what the model's delivery says TCP delivers of
+// that rate) and makes it the model's inter-node link. Under a launcher with 2 ranks or more on different
+// hosts (gradwire run, torchrun, mpirun), the ranks also measure the link between hosts over the
+// configured transport (run_launched): rank 0 writes it as the link "inter" with its origin, and, where
+// the link's nominal rate is known, what TCP delivered of it (the model's delivery); a calibration of one
+// host takes the delivery of the embedded reference model and says so.
 #include <gradwire/gradwire.h>
 
 #include <sys/wait.h>
@@ -14,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -46,6 +52,10 @@ struct CalibrateArgs {
   bool no_links = false;
   int concurrent = 1;  // processes measuring the codecs at once
   int codec_threads = 0;  // copies of a codec measured at once in a process; 0: the cores (over --concurrent)
+  // Under a launcher (2 ranks or more): the link between hosts.
+  bool inter_only = false;   // measure only that link, into the model file -o names (kept otherwise)
+  std::string nominal_rate;  // the link's nominal rate; default GW_LINK_RATE (gradwire run --link)
+  uint64_t link_bytes = 0;   // the largest message of the sweep; 0: about 0.3 s at the nominal rate
 };
 
 // How many copies of a codec a process measures at once: --codec-threads, else this machine's cores
@@ -165,6 +175,15 @@ gw::model::CodecCost measure(gw_runtime* rt, const std::string& name, const Cali
   c.encode = own.encode, c.decode = own.decode, c.decode_accumulate = own.decode_accumulate;
   c.encode_all_cores = own.encode_all_cores, c.decode_all_cores = own.decode_all_cores;
   if (c.sizes.size() == 1) c.sizes.clear(), c.at_sizes.clear();
+  if (kind == gw::model::CodecKind::Sparse) {
+    // The sparse allgather's combining by rank count (measure_sparse_combine), on at most 64 MiB: its
+    // pieces are combined one after another, so the buffer's size matters little and 8 gradients' encodes
+    // stay short.
+    const uint64_t bytes = std::min<uint64_t>(args.bytes, uint64_t{64} << 20);
+    c.gather_ranks = {2, 4, 8};
+    c.gather_seconds = gw::model::measure_sparse_combine(probes.front(), c.gather_ranks, bytes, chunk,
+                                                         spread_repetitions(args, uint64_t{256} << 20, bytes));
+  }
   return c;
 }
 
@@ -173,7 +192,8 @@ json codec_json(const gw::model::CodecCost& c) {
   json j = {{"name", c.name}, {"kind", gw::model::kind_name(c.kind)}, {"ratio", c.ratio}, {"copies", c.copies},
             {"encode", c.encode}, {"decode", c.decode}, {"decode_accumulate", c.decode_accumulate},
             {"encode_all_cores", c.encode_all_cores}, {"decode_all_cores", c.decode_all_cores},
-            {"table_bytes", c.sizes}, {"table", json::array()}};
+            {"table_bytes", c.sizes}, {"table", json::array()},
+            {"gather_ranks", c.gather_ranks}, {"gather_seconds", c.gather_seconds}};
   for (const gw::model::CodecRates& r : c.at_sizes)
     j["table"].push_back({r.encode, r.decode, r.decode_accumulate, r.encode_all_cores, r.decode_all_cores});
   return j;
@@ -187,6 +207,8 @@ gw::model::CodecCost codec_from_json(const json& j) {
   c.copies = j["copies"];
   c.sizes = j["table_bytes"].get<std::vector<double>>();
   for (const json& r : j["table"]) c.at_sizes.push_back({r[0], r[1], r[2], r[3], r[4]});
+  c.gather_ranks = j.value("gather_ranks", std::vector<double>{});
+  c.gather_seconds = j.value("gather_seconds", std::vector<double>{});
   return c;
 }
 
@@ -269,6 +291,9 @@ json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
   for (size_t c = 0; c < all["codecs"].size(); ++c) {
     for (const char* k : {"encode", "decode", "decode_accumulate", "encode_all_cores", "decode_all_cores"})
       all["codecs"][c][k] = median([&](const json& r) { return r["codecs"][c][k].get<double>(); });
+    for (size_t i = 0; i < all["codecs"][c]["gather_seconds"].size(); ++i)
+      all["codecs"][c]["gather_seconds"][i] =
+          median([&](const json& r) { return r["codecs"][c]["gather_seconds"][i].get<double>(); });
     json& table = all["codecs"][c]["table"];
     for (size_t i = 0; i < table.size(); ++i)
       for (size_t k = 0; k < table[i].size(); ++k)
@@ -277,7 +302,8 @@ json measure_cpu_concurrently(const CalibrateArgs& args, int n) {
   return all;
 }
 
-int run(const CalibrateArgs& args) {
+// The measurements of this host (every codec, the sum, the local links), as a model.
+gw::model::Model calibrate_here(const CalibrateArgs& args) {
   gw::model::Model m;
   const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
   // Numbers measured with `concurrent` processes at once already include their sharing of the cores:
@@ -322,6 +348,10 @@ int run(const CalibrateArgs& args) {
         {c.encode, c.decode, c.decode_accumulate, c.encode_all_cores, c.decode_all_cores});
     for (size_t i = 0; i + 1 < c.sizes.size(); ++i)  // the last size is the row above
       row("", bench::size_name(uint64_t(c.sizes[i]), " "), "", c.at_sizes[i]);
+    for (size_t i = 0; i < c.gather_ranks.size(); ++i)
+      std::cout << (i == 0 ? "          sparse allgather's combining, GB/s of the buffer: " : ", ")
+                << c.gather_ranks[i] << " ranks " << std::setprecision(4) << 1e-9 / c.gather_seconds[i]
+                << (i + 1 == c.gather_ranks.size() ? "\n" : "");
     m.codecs.push_back(c);
   }
   if (!m.codec("none")) m.codecs.insert(m.codecs.begin(), gw::model::CodecCost{"none", gw::model::CodecKind::Dense, 1, 0, 0});
@@ -351,6 +381,7 @@ int run(const CalibrateArgs& args) {
           o << ", " << std::setprecision(3) << l.cpu * 1e9 << " ns of CPU per byte";
           cpu_note = o.str();
         }
+        l.origin = std::string("measured by gradwire calibrate between two ranks of this host over UCX ") + tls;
         m.links[tls] = l;
         std::cout << "link " << tls << ": alpha " << std::setprecision(3) << l.alpha * 1e6 << " us, "
                   << (l.beta > 0 ? 1e-6 / l.beta : 0) << " MB/s" << cpu_note << "\n";
@@ -366,14 +397,24 @@ int run(const CalibrateArgs& args) {
     }
   }
   if (!m.links.count("shm") && m.links.count("tcp")) m.intra = "tcp";
+  // What TCP delivers of a nominal rate is learned across hosts (run_launched); a calibration of one host
+  // takes the reference machine's, and says so.
+  if (const gw::model::Model ref = gw::model::reference_model(); !ref.delivery.empty()) {
+    m.delivery = ref.delivery;
+    m.delivery.source = std::string("taken over from ") + gw::model::kReferenceModelName + ": " + ref.delivery.source;
+    std::cout << "delivery of a nominal rate: not measured here (it needs two hosts); " << m.delivery.source << "\n";
+  }
   const auto add_rate = [&](const std::string& rate, const std::string& name) {
     if (rate.empty()) return;
     const double bytes_per_s = gw::model::parse_rate(rate);
     const double alpha = m.links.count("tcp") ? m.links["tcp"].alpha : 50e-6;
     const double link_cpu = m.links.count("tcp") ? m.links["tcp"].cpu : 0;  // this machine's TCP stack drives it
-    m.links[name] = gw::model::Link{alpha, 1 / bytes_per_s, link_cpu};
+    gw::model::Link l = gw::model::at_nominal_rate(gw::model::Link{alpha, 1 / bytes_per_s, link_cpu}, bytes_per_s,
+                                                   m.delivery);
+    l.origin = "not measured: " + l.origin + "; alpha and cpu from this host's tcp link";
+    m.links[name] = l;
     how += ", " + name + " link " + rate + " (nominal rate)";
-    std::cout << "link " << name << ": alpha " << alpha * 1e6 << " us, " << bytes_per_s / 1e6 << " MB/s (" << rate << ")\n";
+    std::cout << "link " << name << ": alpha " << alpha * 1e6 << " us, " << 1e-6 / l.beta << " MB/s (" << l.origin << ")\n";
   };
   add_rate(args.inter_rate, "inter");
   add_rate(args.intra_rate, "intra");
@@ -385,6 +426,115 @@ int run(const CalibrateArgs& args) {
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   m.source = std::string("gradwire calibrate on ") + how + ", " + stamp + ", " + std::to_string(args.bytes) +
              " bytes per codec";
+  return m;
+}
+
+// The ranks of a launched run (gradwire run, torchrun, mpirun): 0 or 1 where this process runs alone.
+uint32_t launched_ranks() {
+  for (const char* name : {"GW_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* v = std::getenv(name); v && *v) return uint32_t(std::max(0, std::atoi(v)));
+  return 0;
+}
+
+std::string utc_now() {
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return stamp;
+}
+
+std::string mb_per_s(double seconds_per_byte) {
+  std::ostringstream o;
+  o << std::setprecision(4) << (seconds_per_byte > 0 ? 1e-6 / seconds_per_byte : 0) << " MB/s";
+  return o.str();
+}
+
+// Under a launcher: every rank measures the link between hosts (bench::measure_cross_link); rank 0 then
+// measures this host as well (unless --inter-only: it reads the model file, or starts from the reference
+// model) and writes the model, the link "inter" its link between nodes, with where each figure came from.
+int run_launched(const CalibrateArgs& args) {
+  std::string nominal = args.nominal_rate;
+  if (nominal.empty()) nominal = std::getenv("GW_LINK_RATE") ? std::getenv("GW_LINK_RATE") : "";
+  const double nominal_bps = nominal.empty() ? 0 : gw::model::parse_rate(nominal);
+  const uint64_t largest =
+      args.link_bytes > 0 ? args.link_bytes
+                          : uint64_t(std::clamp(0.3 * (nominal_bps > 0 ? nominal_bps : 125e6), 4e6, 64e6));
+  bench::RankSetup setup;
+  setup.config = args.config;
+  setup.timeout_s = 120;
+  uint32_t rank = 0;
+  bench::CrossLink x;
+  bench::run_rank(setup, [&](gw_runtime*, gw_comm* comm) {
+    rank = gw_comm_rank(comm);
+    x = bench::measure_cross_link(comm, largest);
+    return json();
+  });
+  if (rank != 0) {
+    std::cout << "gradwire calibrate: rank " << rank << " measured the link between hosts with rank 0, which writes "
+              << args.output << "\n";
+    return 0;
+  }
+  gw::model::Model m;
+  if (args.inter_only) {
+    std::string used, note;
+    m = gw::model::load_or_reference("", args.output, &used, &note);
+    // The reference machine's delivery is not this cluster's: the measurement below replaces it.
+    if (used == gw::model::kReferenceModelName && !m.delivery.empty())
+      m.delivery.source = std::string("taken over from ") + gw::model::kReferenceModelName + ": " + m.delivery.source;
+    std::cout << "gradwire calibrate: the link between hosts only, into " << note << "\n";
+  } else {
+    m = calibrate_here(args);
+  }
+  const double beta = std::max(x.beta_out, x.beta_in);
+  gw::model::Link l;
+  l.alpha = x.alpha;
+  l.beta = beta;
+  l.cpu = m.links.count("tcp") ? m.links.at("tcp").cpu : 0;  // the host's TCP stack drives it
+  if (x.all_to_all_bytes_per_s > 0) l.all_to_all_beta = 1 / x.all_to_all_bytes_per_s;
+  const std::string stamp = utc_now();
+  std::ostringstream origin;
+  origin << std::setprecision(3) << "measured by gradwire calibrate across hosts, " << stamp << ": ranks 0 and 1 over the "
+         << "configured transport, alpha from a ping-pong of 8 B, beta the slower direction of messages up to "
+         << x.largest / 1048576.0 << " MiB (out " << mb_per_s(x.beta_out) << ", back " << mb_per_s(x.beta_in) << ")";
+  if (x.all_to_all_bytes_per_s > 0)
+    origin << "; all-to-all of " << x.ranks << " ranks over TCP " << x.all_to_all_bytes_per_s / 1e6 << " MB/s per host";
+  origin << "; cpu " << (m.links.count("tcp") ? "from this host's tcp link" : "not measured");
+  if (!nominal.empty()) origin << "; nominal rate " << nominal;
+  l.origin = origin.str();
+  m.links["inter"] = l;
+  m.inter = "inter";
+  std::cout << "link inter: alpha " << std::setprecision(3) << l.alpha * 1e6 << " us, " << mb_per_s(beta) << " ("
+            << l.origin << ")\n";
+  if (nominal_bps > 0) {
+    const double flow = 1 / beta / nominal_bps;
+    const double all = x.all_to_all_bytes_per_s > 0 ? x.all_to_all_bytes_per_s / nominal_bps : 0;
+    if (m.delivery.source.rfind("taken over", 0) == 0) m.delivery = {};  // measured here: this machine's own
+    gw::model::add_delivery(m.delivery, nominal_bps, flow, all);
+    std::ostringstream d;
+    d << std::setprecision(3) << nominal << ": " << flow * 100 << " %";
+    if (all > 0) d << ", all-to-all of " << x.ranks << " ranks " << all * 100 << " %";
+    m.delivery.source = (m.delivery.source.empty() ? std::string("measured by gradwire calibrate across hosts at ")
+                                                   : m.delivery.source + "; ") +
+                        d.str() + " (" + stamp + ")";
+    std::cout << "delivery of a nominal rate: TCP delivered " << d.str() << " of " << nominal
+              << " (the model applies it where it is given only a nominal rate)\n";
+  } else {
+    std::cout << "no nominal rate known (--nominal-rate, or GW_LINK_RATE from gradwire run --link): the delivery of "
+                 "a nominal rate is not learned from this link\n";
+  }
+  m.source += "; link inter measured across hosts " + stamp;
+  gw::model::save(m, args.output);
+  std::cout << "wrote " << args.output << " (intra link " << m.intra << ", inter link " << m.inter << ", measured)\n";
+  return 0;
+}
+
+int run(const CalibrateArgs& args) {
+  if (launched_ranks() >= 2) return run_launched(args);
+  if (args.inter_only)
+    throw std::invalid_argument("--inter-only measures the link between hosts, which needs a launched run of 2 ranks or "
+                                "more on different hosts (gradwire run -n 2 --link RATE -- gradwire calibrate "
+                                "--inter-only, torchrun, mpirun)");
+  const gw::model::Model m = calibrate_here(args);
   gw::model::save(m, args.output);
   std::cout << "wrote " << args.output << " (intra link " << m.intra << ", inter link " << m.inter << ")\n";
   return 0;
@@ -393,7 +543,9 @@ int run(const CalibrateArgs& args) {
 }  // namespace
 
 void add_calibrate_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("calibrate", "Fit the cost model from short measurements on this machine and save it");
+  auto* cmd = app.add_subcommand("calibrate",
+                                 "Fit the cost model from short measurements on this machine (under a launcher, also "
+                                 "the link between hosts) and save it");
   auto args = std::make_shared<CalibrateArgs>();
   cmd->add_option("-o,--output", args->output, "The model file to write (TOML)");
   cmd->add_option("--config", args->config, "TOML file for the runtime (plugin path, codec settings)");
@@ -404,6 +556,15 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--inter-rate", args->inter_rate, "Add a link 'inter' of this rate (e.g. 100mbit) between nodes");
   cmd->add_option("--intra-rate", args->intra_rate, "Add a link 'intra' of this rate inside a node");
   cmd->add_flag("--no-links", args->no_links, "Measure codecs only, not the transports");
+  cmd->add_flag("--inter-only", args->inter_only,
+                "Under a launcher: measure only the link between hosts, into the model file -o names (the other "
+                "figures kept; without the file, those of the embedded reference model)");
+  cmd->add_option("--nominal-rate", args->nominal_rate,
+                  "Under a launcher: the nominal rate of the link between hosts (default GW_LINK_RATE, which "
+                  "gradwire run --link sets), to learn what TCP delivers of it");
+  cmd->add_option("--link-bytes", args->link_bytes,
+                  "Under a launcher: the largest message of the link's sweep (default about 0.3 s at the nominal rate)")
+      ->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 30));
   cmd->add_option("--concurrent", args->concurrent,
                   "Measure the codecs in this many processes at once (as many as ranks will share the cores)")
       ->check(CLI::Range(1, 256));

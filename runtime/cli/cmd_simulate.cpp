@@ -23,7 +23,7 @@ using nlohmann::json;
 namespace gm = gw::model;
 
 struct SimulateArgs {
-  std::string model = "gradwire-model.toml";
+  std::string model;  // empty: ./gradwire-model.toml where there is one, else the embedded reference model
   std::string params, tensors, torch_json;
   double bytes = 0;
   std::string ranks = "8,64,512,4096,32768,100000";
@@ -138,7 +138,10 @@ std::string rate_text(double bytes_per_s) {
 }
 
 int run(const SimulateArgs& a) {
-  const gm::Model model = gm::load(a.model);
+  std::string model_name, model_note;
+  const gm::Model model = gm::load_or_reference(a.model, "gradwire-model.toml", &model_name, &model_note);
+  // The first line says which model answers (with --json on stderr, so that stdout stays one object).
+  (a.json_out ? std::cerr : std::cout) << model_note << "\n";
   std::vector<double> counts;
   int sources = !a.params.empty() + !a.tensors.empty() + !a.torch_json.empty() + (a.bytes > 0);
   if (sources > 1) throw std::invalid_argument("give one of --params, --bytes, --tensors, --torch-json");
@@ -154,7 +157,8 @@ int run(const SimulateArgs& a) {
 
   gm::Link intra = model.link(model.intra), inter = model.link(model.inter);
   if (!a.intra_rate.empty()) intra = gm::with_beta(intra, 1 / gm::parse_rate(a.intra_rate));
-  if (!a.inter_rate.empty()) inter = gm::with_beta(inter, 1 / gm::parse_rate(a.inter_rate));
+  // A nominal rate: what TCP delivers of it, as the model learned it (model.delivery).
+  if (!a.inter_rate.empty()) inter = gm::at_nominal_rate(inter, gm::parse_rate(a.inter_rate), model.delivery);
   std::vector<std::string> codec_names = a.codecs.empty() ? std::vector<std::string>{} : split_list(a.codecs);
   if (codec_names.empty())
     for (const auto& c : model.codecs) codec_names.push_back(c.name);
@@ -163,7 +167,8 @@ int run(const SimulateArgs& a) {
 
   // The points: every --ranks value, or (with --inter-rates) every rate at the first --ranks value.
   std::vector<Point> points;
-  const auto make_point = [&](uint64_t n, const gm::Link& inter_link) {
+  // `nominal`: the link's nominal rate where it was given one (what the output names), else 0 (its rate).
+  const auto make_point = [&](uint64_t n, const gm::Link& inter_link, double nominal) {
     Point p;
     p.ranks = n;
     p.topo.per_node = std::min<uint64_t>(std::max<uint64_t>(1, a.per_node), n);
@@ -172,7 +177,7 @@ int run(const SimulateArgs& a) {
     p.topo.inter = inter_link;
     p.topo.cores = a.cores > 0 ? a.cores : model.machine.cores;
     gw::model::use_machine(p.topo, model.machine);
-    p.inter_rate = inter_link.beta > 0 ? 1 / inter_link.beta : 0;
+    p.inter_rate = nominal > 0 ? nominal : inter_link.beta > 0 ? 1 / inter_link.beta : 0;
     return p;
   };
   std::vector<uint64_t> rank_list;
@@ -185,17 +190,20 @@ int run(const SimulateArgs& a) {
   const bool rate_sweep = !a.inter_rates.empty();
   if (rate_sweep)
     for (const auto& r : split_list(a.inter_rates)) {
-      points.push_back(make_point(rank_list.front(), gm::with_beta(inter, 1 / gm::parse_rate(r))));
+      const double rate = gm::parse_rate(r);
+      points.push_back(make_point(rank_list.front(), gm::at_nominal_rate(inter, rate, model.delivery), rate));
     }
   else
-    for (uint64_t n : rank_list) points.push_back(make_point(n, inter));
+    for (uint64_t n : rank_list)
+      points.push_back(make_point(n, inter, a.inter_rate.empty() ? 0 : gm::parse_rate(a.inter_rate)));
 
   gm::StepShape every_step{a.compute, a.backward_fraction, 1, a.cpu_compute};
   gm::StepShape every_h = every_step;
   every_h.exchanges_per_step = 1.0 / double(std::max<uint64_t>(1, a.every));
   const std::string h_name = "every " + std::to_string(a.every) + " steps";
 
-  json out = {{"model", a.model},        {"bytes", total_bytes},        {"buckets", buckets.size()},
+  json out = {{"model", model_name},
+              {"model_source", model.source},        {"bytes", total_bytes},        {"buckets", buckets.size()},
               {"compute_s", a.compute}, {"backward_fraction", a.backward_fraction}, {"points", json::array()}};
   std::map<std::string, gwtrain::Line> lines;  // best step time per codec (every step)
   std::vector<std::string> notes;
@@ -266,6 +274,8 @@ int run(const SimulateArgs& a) {
                {"nodes", p.topo.nodes},
                {"per_node", p.topo.per_node},
                {"inter_bytes_per_s", p.inter_rate},
+               {"inter_delivered_bytes_per_s", p.topo.inter.beta > 0 ? 1 / p.topo.inter.beta : 0},
+               {"inter_origin", p.topo.inter.origin},
                {"intra_bytes_per_s", p.topo.intra.beta > 0 ? 1 / p.topo.intra.beta : 0},
                {"fastest", fastest ? json{{"codec", fastest->codec}, {"algorithm", gm::algorithm_name(fastest->algorithm)},
                                           {"step_s", fastest->step}}
@@ -302,6 +312,7 @@ int run(const SimulateArgs& a) {
                 << rate_text(p.inter_rate) << ", intra-node " << rate_text(p.topo.intra.beta > 0 ? 1 / p.topo.intra.beta : 0)
                 << ", " << std::setprecision(4) << total_bytes / 1e6 << " MB in " << buckets.size() << " bucket(s), compute "
                 << ms(a.compute) << " ms\n";
+      if (!p.topo.inter.origin.empty()) std::cout << "  inter-node link: " << p.topo.inter.origin << "\n";
       std::cout << "  " << std::left << std::setw(9) << "codec" << std::setw(26) << "algorithm" << std::setw(15) << "schedule"
                 << std::right << std::setw(13) << "exchange ms" << std::setw(11) << "step ms" << std::setw(14)
                 << "MB/rank/step" << "  terms ms (latency/wire/cpu)\n";
@@ -356,7 +367,9 @@ int run(const SimulateArgs& a) {
 void add_simulate_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("simulate", "Predict exchange and step time per codec and algorithm from the cost model");
   auto a = std::make_shared<SimulateArgs>();
-  cmd->add_option("--model", a->model, "The cost model (gradwire calibrate writes it)");
+  cmd->add_option("--model", a->model,
+                  "The cost model (gradwire calibrate writes it); default ./gradwire-model.toml, else the embedded "
+                  "model of the reference machine");
   cmd->add_option("--params", a->params, "Parameters of the model (f32), e.g. 25M, 1.5B (default 25M)");
   cmd->add_option("--bytes", a->bytes, "Gradient bytes (f32)");
   cmd->add_option("--tensors", a->tensors, "Comma-separated tensor element counts (fused into buckets)");

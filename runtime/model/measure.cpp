@@ -153,6 +153,46 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const std::vect
   return c;
 }
 
+std::vector<double> measure_sparse_combine(const CodecProbe& probe, const std::vector<double>& ranks,
+                                           uint64_t total_bytes, uint64_t chunk_bytes, int repetitions) {
+  if (ranks.empty()) return {};
+  const uint64_t count = std::max<uint64_t>(1, total_bytes / 4);
+  const uint64_t chunk = std::max<uint64_t>(1, std::min(count, chunk_bytes / 4));
+  const uint64_t pieces = (count + chunk - 1) / chunk;
+  const uint64_t most = uint64_t(*std::max_element(ranks.begin(), ranks.end()));
+  const uint64_t capacity = probe.max_payload(chunk);
+  // payload[q][p]: rank q's payload of piece p.
+  std::vector<std::vector<std::vector<unsigned char>>> payload(most);
+  std::vector<std::vector<uint64_t>> sizes(most, std::vector<uint64_t>(pieces));
+  for (uint64_t q = 0; q < most; ++q) {
+    const std::vector<float> x = sample_gradient(count, 1 + q);
+    payload[q].resize(pieces);
+    for (uint64_t p = 0; p < pieces; ++p) {
+      const uint64_t off = p * chunk;
+      payload[q][p].resize(capacity);
+      sizes[q][p] = probe.encode(off, x.data() + off, std::min(chunk, count - off), payload[q][p].data(), capacity);
+      payload[q][p].resize(sizes[q][p]);
+    }
+  }
+  std::vector<float> out(count);
+  std::vector<double> result;
+  for (double nr : ranks) {
+    const uint64_t n = std::max<uint64_t>(1, uint64_t(nr));
+    std::vector<double> samples;
+    for (int r = 0; r <= std::max(1, repetitions); ++r) {
+      const auto t0 = Clock::now();
+      for (uint64_t p = 0; p < pieces; ++p) {
+        const uint64_t off = p * chunk;
+        for (uint64_t q = 0; q < n; ++q)
+          probe.decode(off, payload[q][p].data(), sizes[q][p], out.data() + off, std::min(chunk, count - off), q != 0);
+      }
+      if (r > 0) samples.push_back(since(t0));
+    }
+    result.push_back(median(samples) / double(4 * count));
+  }
+  return result;
+}
+
 double measure_gamma(uint64_t bytes, int repetitions) {
   const uint64_t n = std::max<uint64_t>(1024, bytes / 4);
   std::vector<float> a(n, 1.0f), b(n, 0.5f);

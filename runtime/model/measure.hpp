@@ -43,6 +43,14 @@ CodecCost measure_codec(const std::string& name, CodecKind kind, const CodecProb
 CodecCost measure_codec(const std::string& name, CodecKind kind, const std::vector<CodecProbe>& probes,
                         uint64_t total_bytes, uint64_t chunk_bytes, int repetitions);
 
+// The sparse allgather's combining (CodecCost::gather_ranks): for each count n of `ranks`, the median of
+// `repetitions` (after a warm-up) of decoding, piece by piece (`chunk_bytes`), the n payloads of n
+// different gradients of `total_bytes` into one buffer, the first writing the piece and the others
+// adding (GW_DECODE_ACCUMULATE), as allreduce_sparse_allgather combines them; seconds per f32 byte of
+// the buffer. The payloads are encoded once from sample_gradient(seed 1 .. max n).
+std::vector<double> measure_sparse_combine(const CodecProbe& probe, const std::vector<double>& ranks,
+                                           uint64_t total_bytes, uint64_t chunk_bytes, int repetitions);
+
 // Seconds per f32 byte of out[i] += in[i] over `bytes`, the median of `repetitions` after a warm-up.
 // (The median, not the fastest: on a shared machine the memory's speed dips for tens of milliseconds at
 // a time, and the collectives the model predicts run through those dips.)

@@ -25,7 +25,12 @@ double oversubscription(const Topology& t) {
 // that are off the node.
 Link flat_link(const Topology& t, bool all_to_all) {
   if (t.nodes <= 1) return t.intra;
-  if (t.per_node <= 1) return t.inter;
+  if (t.per_node <= 1) {
+    // Two nodes of one rank: the all-to-all is one flow each way, as a ring's.
+    Link l = t.inter;
+    if (t.nodes == 2) l.all_to_all_beta = 0;
+    return l;
+  }
   const double n = double(t.ranks()), g = double(t.per_node);
   Link l;
   l.alpha = std::max(t.intra.alpha, t.inter.alpha);
@@ -180,9 +185,11 @@ Cost sparse_allgather(const CodecCost& k, double M, double n, const Link& l, dou
   c.latency = (n - 1) * pieces * l.alpha;
   c.bytes_sent = (n - 1) * payload;
   c.wire = c.bytes_sent * all_to_all_beta(l);
-  // Encode the whole buffer; add all n payloads' values (per payload byte) into the dense result.
-  c.encode = (M * k.encode + n * payload * k.decode) * s;
-  c.cpu = c.encode + M * gamma * s;  // the dense result written once (and averaged)
+  // Encode the whole buffer; combine the n payloads into the dense result (sparse_combine: written once,
+  // n payloads' values added), and average it.
+  const double combine = M * sparse_combine(k, n, gamma);
+  c.encode = (M * k.encode + combine - (k.gather_ranks.empty() ? M * gamma : 0)) * s;
+  c.cpu = c.encode + M * gamma * s;  // the dense result written once (table: its average)
   c.transport = c.bytes_sent * l.cpu * s;
   c.total = c.latency + pipelined(c.wire, c.cpu, pieces, c.transport);
   return c;
@@ -392,6 +399,53 @@ Link with_beta(Link l, double beta) {
   return l;
 }
 
+std::pair<double, double> delivered_at(const Delivery& d, double rate) {
+  if (d.empty() || d.efficiency.size() != d.rates.size() || !(rate > 0)) return {1.0, 1.0};
+  std::vector<double> x;
+  for (double r : d.rates) x.push_back(std::log(r));
+  const double flow = interpolate(x, d.efficiency, std::log(rate));
+  double all = 0;
+  if (d.all_to_all.size() == d.rates.size()) {
+    // Only the rates where it was measured.
+    std::vector<double> ax, ay;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (d.all_to_all[i] > 0) ax.push_back(x[i]), ay.push_back(d.all_to_all[i]);
+    if (!ax.empty()) all = interpolate(ax, ay, std::log(rate));
+  }
+  return {flow > 0 ? flow : 1.0, all > 0 ? all : (flow > 0 ? flow : 1.0)};
+}
+
+void add_delivery(Delivery& d, double rate, double efficiency, double all_to_all) {
+  d.all_to_all.resize(d.rates.size(), 0.0);
+  size_t i = 0;
+  while (i < d.rates.size() && d.rates[i] < rate) ++i;
+  if (i < d.rates.size() && d.rates[i] == rate) {
+    d.efficiency[i] = efficiency;
+    if (all_to_all > 0) d.all_to_all[i] = all_to_all;
+    return;
+  }
+  d.rates.insert(d.rates.begin() + long(i), rate);
+  d.efficiency.insert(d.efficiency.begin() + long(i), efficiency);
+  d.all_to_all.insert(d.all_to_all.begin() + long(i), all_to_all);
+}
+
+Link at_nominal_rate(const Link& l, double rate, const Delivery& d) {
+  const auto [flow, all] = delivered_at(d, rate);
+  Link out = with_beta(l, 1 / (rate * flow));
+  std::ostringstream o;
+  o.precision(3);
+  o << "nominal rate " << rate * 8 / 1e9 << " Gbit/s";
+  if (d.empty()) {
+    o << ", taken as it is (the model has no measured delivery of TCP)";
+  } else {
+    out.all_to_all_beta = all != flow ? 1 / (rate * all) : 0;
+    o << ", of which TCP delivers " << flow * 100 << " % to one flow and " << all * 100
+      << " % to a node sending to all others at once (" << d.source << ")";
+  }
+  out.origin = o.str();
+  return out;
+}
+
 namespace {
 
 // Whether the link's table has the crowded steps (as many as its sizes).
@@ -503,6 +557,19 @@ double in_ring_sum(const Link& l, const std::vector<double>& plain, const std::v
 }
 
 }  // namespace
+
+double sparse_combine(const CodecCost& k, double n, double gamma) {
+  const std::vector<double>& x = k.gather_ranks;
+  const std::vector<double>& y = k.gather_seconds;
+  if (x.empty() || x.size() != y.size()) return n * k.decode / k.ratio + gamma;
+  if (x.size() == 1) return y[0] * n / x[0];  // in proportion to the payloads
+  if (n <= x.front()) return y.front() * n / x.front();
+  if (n >= x.back()) {
+    const double slope = std::max(0.0, (y.back() - y[y.size() - 2]) / (x.back() - x[x.size() - 2]));
+    return y.back() + (n - x.back()) * slope;
+  }
+  return interpolate(x, y, n);
+}
 
 Link at_message(const Link& l, double bytes, double s) {
   if (l.sizes.empty() || l.sizes.size() != l.seconds.size()) return l;

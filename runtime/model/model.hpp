@@ -34,6 +34,22 @@ struct Link {
   // allreduce's pass over a buffer of two blocks of that size (one rank per core), without and with its
   // sums. The dense ring takes its step and its sums from them (ring(), model.cpp).
   std::vector<double> sizes, seconds, crowded_seconds, crowded_summed_seconds, ring_seconds, ring_summed_seconds;
+  // Where the figures came from, in words (optional): measured between which ranks and hosts, or a
+  // nominal rate and what TCP was taken to deliver of it.
+  std::string origin;
+};
+
+// What TCP over a link delivers of its nominal rate (framing, the window, flows that share the link),
+// as fractions by nominal rate, learned where calibrate measured links of known nominal rate
+// (docs/cost-model.md, "A nominal rate"). Empty: unknown, the nominal rate is taken as it is.
+struct Delivery {
+  std::vector<double> rates;       // nominal bytes per second, ascending
+  std::vector<double> efficiency;  // one flow's bytes per second / the nominal rate, at each rate
+  // A node's bytes per second / the nominal rate when every node sends to every other at once (the
+  // all-to-all algorithms' traffic), at each rate; empty or 0 where not measured (then `efficiency`).
+  std::vector<double> all_to_all;
+  std::string source;  // where and how they were measured
+  bool empty() const { return rates.empty(); }
 };
 
 // The link as a dense allreduce that exchanges messages of `bytes` sees it: beta (and a cpu cost in
@@ -48,6 +64,16 @@ Link at_message(const Link& l, double bytes, double s);
 
 // The link with another bandwidth (1 / beta); its measured message times no longer describe it.
 Link with_beta(Link l, double beta);
+
+// The link at a nominal rate (bytes per second): its beta from what `d` says TCP delivers of that rate
+// (interpolated on the logarithm of the rate; below the first and past the last rate, held), its
+// all-to-all beta likewise where `d` has it; the nominal rate itself where `d` is empty. The result's
+// origin says which.
+Link at_nominal_rate(const Link& l, double nominal_bytes_per_s, const Delivery& d);
+// The fractions `d` gives at a nominal rate: {one flow's, all-to-all's} (both 1 where d is empty).
+std::pair<double, double> delivered_at(const Delivery& d, double nominal_bytes_per_s);
+// Adds (or replaces, at the same rate) one measured point.
+void add_delivery(Delivery& d, double nominal_bytes_per_s, double efficiency, double all_to_all);
 
 // How a codec's payloads are combined, from its properties (collectives/compressed.hpp picks the same).
 enum class CodecKind {
@@ -87,7 +113,19 @@ struct CodecCost {
   std::vector<double> sizes;
   std::vector<CodecRates> at_sizes;
   double copies = 1;
+  // Sparse codecs, optional: what the sparse allgather's combining costs with `gather_ranks` ranks
+  // (ascending), seconds per f32 byte of the buffer: each piece's n payloads, each from another rank's
+  // gradient, decoded into it in rank order (the first writing the piece, the others adding their
+  // values at their indices), as measure_sparse_combine times it. Where present, the sparse allgather
+  // takes its combining from it (interpolated in n; past the last count, grown by the last interval's
+  // slope per rank) rather than n payloads at `decode` per payload byte: the index handling and the
+  // scattered adds into a buffer that more payloads touch at more places.
+  std::vector<double> gather_ranks, gather_seconds;
 };
+
+// The sparse allgather's combining of `n` payloads per f32 byte of the buffer (CodecCost::gather_ranks),
+// or, without that table, n payloads at decode per payload byte plus a write of the buffer (gamma).
+double sparse_combine(const CodecCost& k, double n, double gamma);
 
 // The codec as ranks whose buffers hold `swept` f32 bytes together in one machine's caches see it (the
 // measured copy held x f32 bytes in and x out, a rank of a collective its buffer in and out): each cost
@@ -113,6 +151,7 @@ struct Model {
   // "none" is always present: kind Dense, ratio 1 (the dense allreduce: no codec work), with the none
   // codec's copies as its encode and decode costs when measured (the two-level allreduce runs them).
   std::vector<CodecCost> codecs;
+  Delivery delivery;                  // what TCP delivers of a nominal rate (at_nominal_rate)
   std::string source;                 // where the numbers came from (one line)
 
   const CodecCost* codec(const std::string& name) const;
@@ -211,6 +250,21 @@ double parse_rate(const std::string& rate);
 std::string to_toml(const Model& m);
 Model from_toml(const std::string& text, const std::string& origin);
 Model load(const std::string& path);  // throws std::runtime_error when the file cannot be read
+
+// The reference machine's model, embedded at build time from the committed calibration
+// (bench/results/calibration.toml; docs/cost-model.md, "The reference machine"): what `gradwire
+// simulate` uses where no model file is given or found. Its `source` says where it came from.
+const char* reference_model_text();
+Model reference_model();
+// The name a model from reference_model() goes by in messages.
+inline constexpr const char* kReferenceModelName = "the embedded reference model";
+
+// The model a command uses: `path` when it names a file (an error when it cannot be read), else
+// `default_path` when that file exists, else the embedded reference model. *used (optional) gets the file's
+// name or kReferenceModelName, *note (optional) the line to print first: which model, and for the
+// reference one that `gradwire calibrate` replaces it.
+Model load_or_reference(const std::string& path, const std::string& default_path, std::string* used,
+                        std::string* note);
 void save(const Model& m, const std::string& path);
 
 // The auto codec's choice for one bucket: the allowed codec the model predicts fastest, "none" unless

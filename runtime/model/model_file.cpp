@@ -129,6 +129,7 @@ std::string to_toml(const Model& m) {
   for (const auto& [name, l] : m.links) {
     toml::table t{{"alpha_s", l.alpha}, {"beta_s_per_byte", l.beta}, {"cpu_s_per_byte", l.cpu}};
     if (l.all_to_all_beta > 0) t.insert("all_to_all_beta_s_per_byte", l.all_to_all_beta);
+    if (!l.origin.empty()) t.insert("origin", l.origin);
     if (!l.sizes.empty()) {
       t.insert("message_bytes", array_of(l.sizes));
       t.insert("one_way_s", array_of(l.seconds));
@@ -142,6 +143,14 @@ std::string to_toml(const Model& m) {
     links.insert(name, std::move(t));
   }
   root.insert("links", std::move(links));
+  if (!m.delivery.empty()) {
+    toml::table d{{"nominal_bytes_per_s", array_of(m.delivery.rates)},
+                  {"efficiency", array_of(m.delivery.efficiency)},
+                  {"source", m.delivery.source}};
+    if (std::any_of(m.delivery.all_to_all.begin(), m.delivery.all_to_all.end(), [](double x) { return x > 0; }))
+      d.insert("all_to_all_efficiency", array_of(m.delivery.all_to_all));
+    root.insert("delivery", std::move(d));
+  }
   toml::table codecs;
   for (const CodecCost& c : m.codecs) {
     toml::table t{{"kind", kind_name(c.kind)},
@@ -152,6 +161,10 @@ std::string to_toml(const Model& m) {
     if (c.encode_all_cores > 0) t.insert("encode_all_cores_s_per_byte", c.encode_all_cores);
     if (c.decode_all_cores > 0) t.insert("decode_all_cores_s_per_byte", c.decode_all_cores);
     write_codec_table(c, t);
+    if (!c.gather_ranks.empty()) {
+      t.insert("gather_ranks", array_of(c.gather_ranks));
+      t.insert("gather_s_per_byte", array_of(c.gather_seconds));
+    }
     codecs.insert(c.name, std::move(t));
   }
   root.insert("codecs", std::move(codecs));
@@ -204,9 +217,28 @@ Model from_toml(const std::string& text, const std::string& origin) {
       Link link{number(*l, "alpha_s", where), number(*l, "beta_s_per_byte", where),
                 number(*l, "cpu_s_per_byte", where, false, 0)};
       link.all_to_all_beta = number(*l, "all_to_all_beta_s_per_byte", where, false, 0);
+      link.origin = (*l)["origin"].value_or(std::string());
       read_times(*l, where, link);
       m.links[std::string(name.str())] = std::move(link);
     }
+  if (const toml::table* t = root["delivery"].as_table()) {
+    const std::string where = origin + ": delivery";
+    Delivery& d = m.delivery;
+    d.rates = numbers(*t, "nominal_bytes_per_s", where);
+    d.efficiency = numbers(*t, "efficiency", where);
+    d.all_to_all = numbers(*t, "all_to_all_efficiency", where);
+    d.source = (*t)["source"].value_or(std::string());
+    if (d.rates.empty() || d.efficiency.size() != d.rates.size() ||
+        (!d.all_to_all.empty() && d.all_to_all.size() != d.rates.size()))
+      throw std::invalid_argument(where + ": nominal_bytes_per_s and efficiency (and all_to_all_efficiency, where "
+                                  "present) must have as many entries, at least one");
+    for (size_t i = 0; i < d.rates.size(); ++i) {
+      if (i > 0 && !(d.rates[i] > d.rates[i - 1]))
+        throw std::invalid_argument(where + ".nominal_bytes_per_s: must be ascending");
+      if (!(d.efficiency[i] > 0) || d.efficiency[i] > 1.5)
+        throw std::invalid_argument(where + ".efficiency: each a fraction of the nominal rate, above 0");
+    }
+  }
   bool has_none = false;
   if (const toml::table* t = root["codecs"].as_table())
     for (const auto& [name, node] : *t) {
@@ -229,6 +261,15 @@ Model from_toml(const std::string& text, const std::string& origin) {
       k.encode_all_cores = number(*c, "encode_all_cores_s_per_byte", where, false, 0);
       k.decode_all_cores = number(*c, "decode_all_cores_s_per_byte", where, false, 0);
       read_codec_table(*c, where, k);
+      k.gather_ranks = numbers(*c, "gather_ranks", where);
+      k.gather_seconds = numbers(*c, "gather_s_per_byte", where);
+      if (k.gather_ranks.size() != k.gather_seconds.size())
+        throw std::invalid_argument(where + ": gather_ranks and gather_s_per_byte must have as many entries (" +
+                                    std::to_string(k.gather_ranks.size()) + " and " +
+                                    std::to_string(k.gather_seconds.size()) + ")");
+      for (size_t i = 0; i < k.gather_ranks.size(); ++i)
+        if (!(k.gather_ranks[i] >= 1) || (i > 0 && !(k.gather_ranks[i] > k.gather_ranks[i - 1])))
+          throw std::invalid_argument(where + ".gather_ranks: rank counts, 1 or more, ascending");
       has_none = has_none || k.name == "none";
       m.codecs.push_back(k);
     }
@@ -242,6 +283,24 @@ Model load(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return from_toml(text.str(), path);
+}
+
+Model reference_model() { return from_toml(reference_model_text(), kReferenceModelName); }
+
+Model load_or_reference(const std::string& path, const std::string& default_path, std::string* used,
+                        std::string* note) {
+  const std::string file = !path.empty() ? path : std::ifstream(default_path) ? default_path : std::string();
+  if (used) *used = file.empty() ? std::string(kReferenceModelName) : file;
+  if (!file.empty()) {
+    Model m = load(file);
+    if (note) *note = "model: " + file + " (" + m.source + ")";
+    return m;
+  }
+  Model m = reference_model();
+  if (note)
+    *note = "model: no " + default_path + " here, so " + kReferenceModelName + " of the reference machine (" + m.source +
+            "); run gradwire calibrate to measure this machine, or give --model FILE";
+  return m;
 }
 
 void save(const Model& m, const std::string& path) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <time.h>
 #include <unistd.h>
 
@@ -85,6 +87,47 @@ TEST(MeasureCodec, CopiesAtOnceRunEachPhaseTogether) {
   EXPECT_DOUBLE_EQ(c.ratio, 1.0);
   EXPECT_GT(c.encode, 0);
   EXPECT_GT(c.decode, 0);
+}
+
+// The sparse allgather's combining is timed as the algorithm runs it: for each rank count n, every piece's
+// n payloads (each encoded from another gradient) decoded into the piece in rank order, the first writing
+// it and the others adding; one figure per count.
+TEST(MeasureCodec, SparseCombiningDecodesNPayloadsPerPieceTheFirstWriting) {
+  constexpr uint64_t kBytes = 1 << 20, kChunk = 256 << 10;  // 4 pieces
+  constexpr int kRepetitions = 2;
+  std::set<float> sources;  // the first value of every payload encoded: one per gradient and piece
+  std::vector<std::pair<float, bool>> decodes;  // each decode's payload (its first value) and accumulate flag
+  gw::model::CodecProbe probe;
+  probe.max_payload = [](uint64_t) { return 8; };
+  probe.encode = [&](uint64_t, const float* x, uint64_t, void* payload, uint64_t) {
+    std::memcpy(payload, x, 4);
+    sources.insert(x[0]);
+    return uint64_t(4);
+  };
+  probe.decode = [&](uint64_t, const void* payload, uint64_t size, float*, uint64_t, bool accumulate) {
+    EXPECT_EQ(size, 4u);
+    float v;
+    std::memcpy(&v, payload, 4);
+    decodes.emplace_back(v, accumulate);
+  };
+  const std::vector<double> t = gw::model::measure_sparse_combine(probe, {2, 3}, kBytes, kChunk, kRepetitions);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_GT(t[0], 0);
+  EXPECT_GT(t[1], 0);
+  EXPECT_EQ(sources.size(), 3u * 4);  // 3 gradients of 4 pieces, each a different payload
+  ASSERT_EQ(decodes.size(), (kRepetitions + 1) * 4u * (2 + 3));  // the warm-up too
+  // Every group of n decodes: the first writes, the others add, each a different gradient's payload.
+  size_t i = 0;
+  for (int n : {2, 3})
+    for (int r = 0; r <= kRepetitions; ++r)
+      for (int p = 0; p < 4; ++p) {
+        std::set<float> seen;
+        for (int q = 0; q < n; ++q, ++i) {
+          EXPECT_EQ(decodes[i].second, q != 0) << "n " << n << " piece " << p << " payload " << q;
+          seen.insert(decodes[i].first);
+        }
+        EXPECT_EQ(seen.size(), size_t(n));
+      }
 }
 
 // A copy whose codec fails makes the measurement fail with its error, without leaving the others waiting.

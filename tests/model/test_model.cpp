@@ -130,6 +130,11 @@ TEST(ModelFormulas, AllToAllAlgorithmsTakeTheLinksAllToAllRate) {
   EXPECT_NEAR(exchange(int8, 8e6, t).wire, int8_p2p.wire, 1e-12);
   // A link given another rate forgets the old one's all-to-all rate.
   EXPECT_EQ(with_beta(t.inter, 1e-9).all_to_all_beta, 0);
+  // Two ranks, each behind its link: one flow each way, whatever the link's all-to-all rate.
+  Topology two = flat(2, 0, 1e-8);
+  const double int8_two = exchange(int8, 8e6, two).wire;
+  two.inter.all_to_all_beta = two.intra.all_to_all_beta = 1.25e-8;
+  EXPECT_NEAR(exchange(int8, 8e6, two).wire, int8_two, 1e-12);
 }
 
 // Nodes of g ranks: the flat all-to-all shares a node's link among its ranks' off-node flows, and the
@@ -776,6 +781,119 @@ TEST(ModelChoice, ExplainsWhyCompressionDoesNotPay) {
   const Cost w2 = exchange(chatty, 4096, many), wo2 = exchange(kNone, 4096, many);
   EXPECT_GT(w2.total, wo2.total);
   EXPECT_NE(explain(chatty, w2, wo2).find("latency"), std::string::npos) << explain(chatty, w2, wo2);
+}
+
+// The sparse allgather's combining as calibrate measured it by rank count: n payloads decoded into the
+// buffer cost what the table says at n (interpolated between counts, grown by the last interval's slope
+// past the last one), not n payloads at one rate per payload byte. A pricing that ignored the rank count,
+// or took the table at another count, fails here.
+TEST(ModelFormulas, SparseAllgatherCombinesAtTheMeasuredCostForItsRankCount) {
+  CodecCost topk{"topk", CodecKind::Sparse, 100, 1e-10, 1e-9};
+  topk.gather_ranks = {2, 4, 8};
+  topk.gather_seconds = {1e-10, 3e-10, 9e-10};  // more payloads touch the buffer at more places
+  const double M = 4e6;
+  const auto combine_of = [&](uint64_t n) {
+    const Cost c = exchange(topk, M, flat(n, 0, 1e-8, 0));
+    EXPECT_EQ(c.algorithm, Algorithm::SparseAllgather) << n;
+    return c.encode - M * topk.encode;
+  };
+  EXPECT_NEAR(combine_of(2), M * 1e-10, 1e-12);
+  EXPECT_NEAR(combine_of(4), M * 3e-10, 1e-12);
+  EXPECT_NEAR(combine_of(6), M * 6e-10, 1e-12);                   // between 4 and 8
+  EXPECT_NEAR(combine_of(8), M * 9e-10, 1e-12);
+  EXPECT_NEAR(combine_of(16), M * (9e-10 + 8 * 1.5e-10), 1e-12);  // past 8: +1.5e-10 per rank
+  EXPECT_NEAR(sparse_combine(topk, 1, 0), 0.5e-10, 1e-20);         // below 2: in proportion
+  // Without the table: n payloads at decode per payload byte, and a write of the buffer.
+  topk.gather_ranks.clear(), topk.gather_seconds.clear();
+  EXPECT_NEAR(sparse_combine(topk, 8, 2e-10), 8 * 1e-9 / 100 + 2e-10, 1e-20);
+  EXPECT_NEAR(combine_of(8), M * 8 * 1e-9 / 100, 1e-12);
+}
+
+// A nominal rate: the link's beta from what the model learned TCP delivers of such a rate (on the
+// logarithm of the rate between measured rates, held beyond them), and its all-to-all beta likewise;
+// without a delivery the nominal rate as it is. The link's origin says which.
+TEST(ModelNominal, ANominalRateIsWhatTcpDeliversOfIt) {
+  const Link tcp{4e-6, 1e-9, 1.5e-9};
+  Delivery d;
+  add_delivery(d, 1.25e9, 0.80, 0);       // 10 Gbit/s
+  add_delivery(d, 12.5e6, 0.96, 0.90);    // 100 Mbit/s, inserted before
+  add_delivery(d, 125e6, 0.95, 0.70);     // 1 Gbit/s, between
+  d.source = "a test";
+  ASSERT_EQ(d.rates, (std::vector<double>{12.5e6, 125e6, 1.25e9}));
+  EXPECT_EQ(d.all_to_all, (std::vector<double>{0.90, 0.70, 0}));
+  Link l = at_nominal_rate(tcp, 125e6, d);
+  EXPECT_NEAR(1 / l.beta, 0.95 * 125e6, 1e-3);
+  EXPECT_NEAR(1 / l.all_to_all_beta, 0.70 * 125e6, 1e-3);
+  EXPECT_DOUBLE_EQ(l.alpha, 4e-6);
+  EXPECT_DOUBLE_EQ(l.cpu, 1.5e-9);
+  EXPECT_NE(l.origin.find("a test"), std::string::npos) << l.origin;
+  // Half-way in log rate between 100 Mbit/s and 1 Gbit/s: half-way in delivery.
+  EXPECT_NEAR(delivered_at(d, std::sqrt(12.5e6 * 125e6)).first, 0.955, 1e-9);
+  // Past the last rate: held (10 Gbit/s had no all-to-all measurement: the last one that had, 1 Gbit/s's).
+  EXPECT_NEAR(delivered_at(d, 12.5e9).first, 0.80, 1e-12);
+  EXPECT_NEAR(delivered_at(d, 12.5e9).second, 0.70, 1e-12);
+  EXPECT_NEAR(delivered_at(d, 1e6).first, 0.96, 1e-12);
+  // Replacing a rate's point.
+  add_delivery(d, 125e6, 0.90, 0);
+  EXPECT_NEAR(delivered_at(d, 125e6).first, 0.90, 1e-12);
+  EXPECT_NEAR(delivered_at(d, 125e6).second, 0.70, 1e-12);  // kept: not measured again
+  // No delivery: the nominal rate, and the origin says it was taken as it is.
+  l = at_nominal_rate(tcp, 125e6, Delivery{});
+  EXPECT_NEAR(1 / l.beta, 125e6, 1e-3);
+  EXPECT_DOUBLE_EQ(l.all_to_all_beta, 0);
+  EXPECT_NE(l.origin.find("as it is"), std::string::npos) << l.origin;
+}
+
+// The delivery, the links' origins and the combining table survive the file; a damaged delivery or
+// combining table is refused naming the key.
+TEST(ModelFile, KeepsTheDeliveryTheOriginsAndTheCombiningTable) {
+  Model m = sample();
+  m.links["tcp"].origin = "measured between hosts";
+  add_delivery(m.delivery, 125e6, 0.95, 0.7);
+  m.delivery.source = "measured at 1gbit";
+  m.codecs.push_back(CodecCost{"topk2", CodecKind::Sparse, 50, 1e-9, 1e-9});
+  m.codecs.back().gather_ranks = {2, 4};
+  m.codecs.back().gather_seconds = {1e-10, 2e-10};
+  const Model back = from_toml(to_toml(m), "mem");
+  EXPECT_EQ(back.link("tcp").origin, "measured between hosts");
+  EXPECT_EQ(back.delivery.rates, m.delivery.rates);
+  EXPECT_EQ(back.delivery.efficiency, m.delivery.efficiency);
+  EXPECT_EQ(back.delivery.all_to_all, m.delivery.all_to_all);
+  EXPECT_EQ(back.delivery.source, "measured at 1gbit");
+  ASSERT_NE(back.codec("topk2"), nullptr);
+  EXPECT_EQ(back.codec("topk2")->gather_ranks, (std::vector<double>{2, 4}));
+  EXPECT_EQ(back.codec("topk2")->gather_seconds, (std::vector<double>{1e-10, 2e-10}));
+  const auto message = [](const std::string& text) {
+    try {
+      from_toml(text, "m.toml");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string head = "format = \"gradwire cost model 1\"\n[machine]\ncores = 2\ngamma_s_per_byte = 0\n";
+  EXPECT_NE(message(head + "[delivery]\nnominal_bytes_per_s = [1e8, 1e9]\nefficiency = [0.9]\n").find("delivery"),
+            std::string::npos);
+  EXPECT_NE(message(head + "[delivery]\nnominal_bytes_per_s = [1e8]\nefficiency = [0]\n").find("delivery.efficiency"),
+            std::string::npos);
+  EXPECT_NE(message(head + "[codecs.t]\nkind = \"sparse\"\nratio = 9\nencode_s_per_byte = 0\ndecode_s_per_byte = 0\n"
+                           "gather_ranks = [4, 2]\ngather_s_per_byte = [1e-10, 1e-10]\n")
+                .find("codecs.t.gather_ranks"),
+            std::string::npos);
+}
+
+// The embedded reference model: the committed calibration, complete (every codec of the P5 suite, the
+// machine, the links) and saying where it came from; what simulate uses without a model file.
+TEST(ReferenceModel, IsTheCommittedCalibrationEmbedded) {
+  const Model m = reference_model();
+  EXPECT_NE(m.source.find("gradwire calibrate"), std::string::npos) << m.source;
+  for (const char* codec : {"none", "fp16", "bf16", "int8", "onebit", "topk", "randomk"})
+    EXPECT_NE(m.codec(codec), nullptr) << codec;
+  EXPECT_GT(m.machine.cores, 0);
+  EXPECT_GT(m.machine.gamma, 0);
+  EXPECT_NO_THROW(m.link(m.intra));
+  EXPECT_NO_THROW(m.link(m.inter));
+  EXPECT_EQ(std::string(reference_model_text()).rfind("# gradwire cost model", 0), 0u);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "bench/bench.hpp"
 #include "bench/bench_ranks.hpp"
+#include "bench/peer_extras.hpp"
 #include "model/measure.hpp"
 
 namespace gwcli::bench {
@@ -281,6 +282,65 @@ std::vector<double> median_by_index(const std::vector<std::vector<double>>& rows
     for (const auto& r : rows) at.push_back(r.at(i));
     out[i] = summarize(at).median;
   }
+  return out;
+}
+
+CrossLink measure_cross_link(gw_comm* comm, uint64_t largest) {
+  const uint32_t rank = gw_comm_rank(comm), n = gw_comm_size(comm);
+  if (n < 2) throw std::runtime_error("the link between hosts needs a run of two ranks or more");
+  CrossLink out;
+  out.ranks = n;
+  largest = std::max<uint64_t>(largest, 4 << 20);
+  out.largest = largest;
+  std::vector<char> buf(largest), ack(8);
+  gw_tensor small = bytes_tensor(ack.data(), ack.size());
+  // One exchange between ranks 0 and 1: `size` bytes from `from` to the other, 8 B back; seconds on `from`.
+  const auto one = [&](uint64_t size, uint32_t from) {
+    gw_tensor t = bytes_tensor(buf.data(), size);
+    const uint32_t to = 1 - from;
+    const auto t0 = Clock::now();
+    if (rank == from) {
+      check_bench(gw_send(comm, &t, to, 1), "cross-host link: send");
+      check_bench(gw_recv(comm, &small, to, 2), "cross-host link: answer");
+    } else if (rank == to) {
+      check_bench(gw_recv(comm, &t, from, 1), "cross-host link: receive");
+      check_bench(gw_send(comm, &small, from, 2), "cross-host link: answer");
+    }
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  check_bench(gw_barrier(comm), "cross-host link: barrier");
+  std::vector<double> rtt;
+  for (int i = -5; i < 100; ++i) {
+    const double s = one(8, 0);
+    if (i >= 0) rtt.push_back(s);
+  }
+  out.alpha = summarize(rtt).median / 2;
+  std::vector<uint64_t> sizes = {64 << 10, 1 << 20};
+  for (uint64_t s = 4 << 20; s <= largest; s *= 4) sizes.push_back(s);
+  if (sizes.back() != largest) sizes.push_back(largest);
+  for (uint32_t from : {0u, 1u}) {
+    std::vector<double> x, y;
+    for (uint64_t size : sizes) {
+      std::vector<double> t;
+      for (int i = -1; i < 3; ++i) {
+        const double s = one(size, from);
+        if (i >= 0) t.push_back(s);
+      }
+      // On the sender; rank 0 takes it from rank 1 when rank 1 sent.
+      double seconds = summarize(t).median - out.alpha;
+      if (from == 1) {
+        gw_tensor v = bytes_tensor(&seconds, sizeof seconds);
+        if (rank == 1) check_bench(gw_send(comm, &v, 0, 3), "cross-host link: timings");
+        if (rank == 0) check_bench(gw_recv(comm, &v, 1, 3), "cross-host link: timings");
+      }
+      if (size >= (1 << 20)) x.push_back(double(size)), y.push_back(seconds);
+    }
+    const gw::model::Link fit = gw::model::fit_link(x, y);
+    (from == 0 ? out.beta_out : out.beta_in) = fit.beta;
+  }
+  check_bench(gw_barrier(comm), "cross-host link: barrier");
+  if (n >= 3) out.all_to_all_bytes_per_s = measure_all_to_all(comm);
+  if (rank != 0) return CrossLink{};
   return out;
 }
 

@@ -11,6 +11,8 @@
 
 #include "model/model.hpp"
 
+struct gw_comm;
+
 namespace gwcli::bench {
 
 // Passes over the message times of one UCX transport (UCX_TLS = tls) between local ranks, each pass by
@@ -35,6 +37,22 @@ class LinkPasses {
   std::vector<uint64_t> sizes_;
   std::vector<std::vector<double>> exchanges_, crowded_, crowded_summed_, rings_, summed_;
 };
+
+// The link between two hosts, measured inside a launched run (`gradwire calibrate` under `gradwire run`,
+// torchrun or mpirun): ranks 0 and 1 (on different hosts) time a ping-pong of 8 B (alpha: the median
+// half round trip) and a sweep of messages from 64 KiB to `largest` bytes in each direction, each
+// answered by 8 B (a direction's beta: the slope of its one-way times over the sizes of 1 MiB and up),
+// through the communicator, so over the configured transport; with 3 ranks or more, one to a host, every
+// rank also sends to every other at once (measure_all_to_all over plain TCP). Every rank calls it; the
+// result is rank 0's, on rank 0 (the others get zeros).
+struct CrossLink {
+  double alpha = 0;                  // seconds
+  double beta_out = 0, beta_in = 0;  // seconds per byte, rank 0 to rank 1 and back
+  double all_to_all_bytes_per_s = 0; // a host's bytes per second sending to all others at once (0: not measured)
+  uint32_t ranks = 0;
+  uint64_t largest = 0;
+};
+CrossLink measure_cross_link(gw_comm* comm, uint64_t largest);
 
 // Buffer sizes of the machine's sum table (Machine::sum_sizes); past the last one the model takes gamma.
 const std::vector<uint64_t>& sum_table_sizes();

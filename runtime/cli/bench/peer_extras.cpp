@@ -527,6 +527,16 @@ std::optional<gw::model::Model> load_model_option(const std::string& path, const
   }
 }
 
+NominalInputs nominal_link_inputs(const gw::model::Model& model, const std::string& rate) {
+  const double nominal = gw::model::parse_rate(rate);
+  const auto [flow, all] = gw::model::delivered_at(model.delivery, nominal);
+  NominalInputs n;
+  n.bytes_per_s = nominal * flow;
+  n.all_to_all_bytes_per_s = nominal * all;
+  n.cpu_s_per_byte = model.links.count("tcp") ? model.links.at("tcp").cpu : 0;
+  return n;
+}
+
 gw::model::Cost allreduce_cost(const gw::model::Model* model, const std::string& codec, gw::model::CodecKind kind,
                                double size_ratio, double bytes, int ranks, double bytes_per_s, double cores,
                                double cpu_s_per_byte, double all_to_all_bytes_per_s) {

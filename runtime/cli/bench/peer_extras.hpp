@@ -146,6 +146,14 @@ std::optional<nlohmann::json> run_torch_topk(uint64_t n, uint64_t k, int reps, s
 
 // `--model PATH` of a suite: nullopt when empty, else the loaded model; a file that cannot be read or
 // parsed is a GW_ERR_CONFIG failure naming the suite and the file's problem.
+// What the operator has for a link of nominal rate `rate` (tc syntax): the model alone. The rate TCP
+// delivers of it to one flow and to all-to-all traffic (the model's delivery, gw::model::delivered_at),
+// the model's tcp link's σ (0 without one).
+struct NominalInputs {
+  double bytes_per_s = 0, all_to_all_bytes_per_s = 0, cpu_s_per_byte = 0;
+};
+NominalInputs nominal_link_inputs(const gw::model::Model& model, const std::string& rate);
+
 std::optional<gw::model::Model> load_model_option(const std::string& path, const char* suite);
 
 // The algorithm gradwire runs for a codec of this kind and size ratio on n ranks (one per link): its

@@ -16,7 +16,9 @@
 // --model, predicted_ms and error: the cost model's prediction at that measured rate, the all-to-all
 // algorithms' wire at the rate every rank reached sending to all the others at once, and the transport's
 // CPU per byte from a ring pass of the ranks' own transport where the cores paced it (else from the
-// plain transfer's busy time), all measured in the same run (docs/cost-model.md).
+// plain transfer's busy time), all measured in the same run (docs/cost-model.md); nominal_predicted_ms
+// and nominal_error: the operator's prediction, from the model alone at the link's nominal rate
+// (what the model's delivery says TCP delivers of it; the model's tcp σ).
 // extra: the link actually used ("loopback" without root), spreads, the codec's size ratio
 // (f32 bytes / encoded bytes of the whole gradient), and for the none codec gradwire's own uncompressed
 // allreduce over the same links (P4's comparison, on slow links).
@@ -217,6 +219,12 @@ static void run_p5_inner(const Options& options, const Emit& emit) {
                                                      cores, link_cpu, all_to_all_rate);
           res.extra["predicted_ms"] = p.total * 1e3;
           res.extra["error"] = s.median > 0 ? (p.total - s.median) / s.median : 0;
+          // The operator's path: the model alone at the nominal rate (nominal_link_inputs).
+          const NominalInputs n = nominal_link_inputs(*model, rate);
+          const gw::model::Cost q = allreduce_cost(&*model, name, kind, size_ratio, double(bytes), ranks, n.bytes_per_s,
+                                                   cores, n.cpu_s_per_byte, n.all_to_all_bytes_per_s);
+          res.extra["nominal_predicted_ms"] = q.total * 1e3;
+          res.extra["nominal_error"] = s.median > 0 ? (q.total - s.median) / s.median : 0;
         }
       }
       if (rate == "1gbit" && ranks == kRanks && !gloo_best && !target_of(name).empty()) res.extra["target"] = target_of(name);

@@ -214,6 +214,13 @@ void run_p7_inner(const Options& options, const Emit& emit) {
       extra["ring_cpu_ns_per_byte"] = run.value("ring_cpu_s_per_byte", 0.0) * 1e9;
       extra["ring_mb_per_s"] = run.value("ring_bytes_per_s", 0.0) / 1e6;
       extra["all_to_all_mb_per_s"] = all_to_all_rate / 1e6;
+      // The operator's path: the model alone at the nominal rate (nominal_link_inputs).
+      const NominalInputs n = nominal_link_inputs(*model, rate);
+      if (const auto q = node_allreduce_cost(*model, codec, 4.0 * double(element_count(options)), nodes, kPerNode,
+                                             n.bytes_per_s, n.cpu_s_per_byte, two_level, n.all_to_all_bytes_per_s)) {
+        extra["nominal_predicted_ms"] = q->total * 1e3;
+        extra["nominal_error"] = measured.median > 0 ? (q->total - measured.median) / measured.median : 0;
+      }
     };
     // Flat rows against MPI; two-level rows against flat int8 (the 1.5 x target) with the line-rate share.
     for (const char* codec : {"none", "int8"}) {
