@@ -1,6 +1,6 @@
 // libFuzzer target for the sparse decoders: the input is a codec body; the decoded tensor has
-// 1 + input[0] elements (so indices can fall in and out of range). Build with -DGW_FUZZ_CODEC="topk"
-// or "randomk". The decoder must return GW_OK or GW_ERR_CORRUPT, never read or write out of bounds
+// 1 + input[0] elements (so indices can fall in and out of range). Build with -DGW_FUZZ_CODEC="topk",
+// "randomk" or "sparseq". The decoder must return GW_OK or GW_ERR_CORRUPT, never read or write out of bounds
 // (ASan checks that).
 #include <gradwire/gradwire.h>
 #include <gradwire/plugin.h>

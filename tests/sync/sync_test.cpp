@@ -47,7 +47,7 @@ void expect_error(int ranks, const std::string& program, const std::string& args
 TEST(CompressedAllreduce, EveryCodecOnTwoRanks) { expect_ok(2, GW_COMPRESSED_RANK, "all"); }
 TEST(CompressedAllreduce, EveryCodecOnThreeRanks) { expect_ok(3, GW_COMPRESSED_RANK, "all"); }
 TEST(CompressedAllreduce, DenseAndSparseCodecsOnFiveRanks) {
-  for (const char* codec : {"fp16", "int8", "topk", "randomk"}) expect_ok(5, GW_COMPRESSED_RANK, codec);
+  for (const char* codec : {"fp16", "int8", "topk", "randomk", "sparseq"}) expect_ok(5, GW_COMPRESSED_RANK, codec);
 }
 TEST(CompressedAllreduce, OnebitAndNoneOnFourRanks) {
   for (const char* codec : {"none", "onebit", "bf16"}) expect_ok(4, GW_COMPRESSED_RANK, codec);

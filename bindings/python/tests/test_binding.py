@@ -97,6 +97,27 @@ def test_codec_roundtrip(runtime):
             int8.decode(payload, np.zeros(10, dtype=np.float32))  # another count
 
 
+def test_sparseq_codec_by_name():
+    # The sparse and quantised codec from its [codec.sparseq] table: exactly k of the largest entries kept,
+    # each within half a quantisation step of its group's magnitude range.
+    with gradwire.Runtime(text="[codec.sparseq]\nratio = 0.02\nbits = 4\n") as rt, rt.codec("sparseq") as sq:
+        assert sq.properties()["flags"] == {"sparse"}
+        x = np.random.default_rng(3).standard_normal(10000).astype(np.float32)
+        payload = sq.encode(x)
+        assert len(payload) < 200 * 4  # 200 entries under 4 bytes each, where topk sends 5 or more
+        y = np.zeros_like(x)
+        sq.decode(payload, y)
+        kept = np.flatnonzero(y)
+        assert kept.size == 200
+        assert np.abs(x[kept]).min() >= np.abs(np.delete(x, kept)).max()
+        mag = np.abs(x[kept])
+        assert np.all(np.sign(y[kept]) == np.sign(x[kept]))
+        assert np.abs(y[kept] - x[kept]).max() <= (mag.max() - mag.min()) / 16 * 1.001
+    with pytest.raises(gradwire.ConfigError, match="bits"):
+        with gradwire.Runtime(text="[codec.sparseq]\nbits = 5\n") as rt:
+            rt.codec("sparseq")
+
+
 def test_error_feedback_inside_the_compressed_allreduce(runtime):
     # One rank: each call returns decode(encode(x + residual)); over 20 calls the outputs sum to 20 x
     # within one call's error, where the codec alone repeats its rounding 20 times.

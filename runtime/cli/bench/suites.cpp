@@ -17,7 +17,8 @@ void run_p8(const Options& options, const Emit& emit);  // suite_p8.cpp
 const std::vector<Suite>& suites() {
   static const std::vector<Suite> all = {
       {"P1", "dense codecs encode + decode, 256 MiB f32, one core, vs read-only sum and memcpy", run_p1},
-      {"P2", "top-k selection (1 %, 0.1 % of 64 Mi f32) vs exact std::nth_element", run_p2},
+      {"P2", "top-k selection (1 %, 0.1 % of 64 Mi f32) vs exact std::nth_element; sparseq (1 %, 2 and 4 bits, 100 MB "
+             "f32) encode + decode vs topk", run_p2},
       {"P3", "point-to-point bandwidth and latency over UCX (shm, tcp), 8 B - 64 MiB, vs ucx_perftest", run_p3},
       {"P4", "dense allreduce, 2 and 4 ranks, 4 KiB - 256 MiB, vs Open MPI MPI_Allreduce", run_p4},
       {"P5", "compressed allreduce of 100 MB f32, 4 ranks behind 1 and 10 Gbit/s links, vs MPI_Allreduce", run_p5},

@@ -9,6 +9,8 @@
 //     uint64_t body_bound(count) const                     max_encoded_size's body bytes for count elements
 //     uint64_t encode_checked(ctx, in, body, capacity)     encode of a checked tensor (host or device)
 //     void decode_host(body, size, out, accumulate)        decode into a checked host tensor
+//     void check_memory(t, role) const   (optional) refuses a tensor's memory kind before encode or decode
+//                                        dispatch on it (a CPU-only codec refuses GW_MEMORY_CUDA there)
 #pragma once
 
 #include <string>
@@ -40,12 +42,14 @@ class SparseCodec : public CodecBase {
   uint64_t encode(const gw_codec_context& ctx, const gw_tensor& in, void* body, uint64_t capacity) final {
     check_tensor(in, kDenseDtypes, "input");
     check_count(in.count);
+    check_memory(in, "input");
     return encode_checked(ctx, in, body, capacity);
   }
 
   void decode(const gw_codec_context&, const void* body, uint64_t size, gw_tensor& out, uint32_t flags) final {
     check_tensor(out, kDenseDtypes, "output");
     check_count(out.count);
+    check_memory(out, "output");
     const bool accumulate = flags & GW_DECODE_ACCUMULATE;
     const auto* bytes = static_cast<const uint8_t*>(body);
     if (out.memory == GW_MEMORY_CUDA) return cuda_.get().decode(*this, bytes, size, out, accumulate);
@@ -57,6 +61,7 @@ class SparseCodec : public CodecBase {
   virtual uint64_t encode_checked(const gw_codec_context& ctx, const gw_tensor& in, void* body,
                                   uint64_t capacity) = 0;
   virtual void decode_host(const uint8_t* body, uint64_t size, gw_tensor& out, bool accumulate) = 0;
+  virtual void check_memory(const gw_tensor& /*t*/, const char* /*role*/) const {}
 
   CudaBackend<Cuda> cuda_;
 
