@@ -3,7 +3,7 @@
 # (bindings/python/benchmarks/t5_diloco.py: a character-level transformer LM on /usr/share/common-licenses,
 # AdamW inside), 4 ranks each in its own network namespace behind a rate-limited link: DDP without a hook,
 # DDP with gradwire's best per-step hook (top-k 1 % + error feedback), local SGD, DiLoCo with f32, int8 and
-# sparse pseudo-gradients, and streaming DiLoCo. One table per link rate: final loss after the same inner
+# sparseq (top-k 3 % at 2 bits) pseudo-gradients, and streaming DiLoCo. One table per link rate: final loss after the same inner
 # steps and its gap to DDP's, training time, time to the target loss (DDP's final loss + 2 %, from a DDP
 # run at the first rate unless TARGET is set) and the speed-up over the per-step hook, bytes each rank
 # sent and DDP's bytes over them, the share of the step spent inside gradwire's step. Writes
@@ -11,7 +11,7 @@
 #
 #   scripts/bench-t5.sh [t5_diloco.py options...]      e.g. --steps 200 --configs ddp,diloco-int8
 #
-# Environment: GW (default build/bin/gradwire), RATES ("10mbit 100mbit"), STEPS (2000), OUT (t5-out),
+# Environment: GW (default build/bin/gradwire), RATES ("10mbit 100mbit"; "loopback": no cluster), STEPS (2000), OUT (t5-out),
 # TARGET (a loss; empty: DDP's final loss x 1.02), PYTHON (.venv-torch/bin/python), SAVE_RESULT (1).
 # Needs root for the cluster; without it the ranks run on loopback and the table says so.
 set -euo pipefail
@@ -31,6 +31,7 @@ mkdir -p "$OUT"
 for rate in $RATES; do
   uptime | sed "s/^/bench-t5.sh: load before $rate: /"
   link=(--link "$rate")
+  [ "$rate" != loopback ] || link=()  # RATES=loopback: a smoke run without the cluster
   [ "$(id -u)" -eq 0 ] || { echo "bench-t5.sh: not root: loopback instead of $rate links" >&2; link=(); rate="loopback"; }
   target=()
   [ -n "$TARGET" ] && target=(--target "$TARGET")
@@ -59,6 +60,10 @@ for link in links:
                 return e["seconds"]
         return None
     def sent(r):
+        # On loopback the interface carries every rank's traffic (and gradwire's ranks talk over shared
+        # memory): gradwire's payload bytes there, the rank's own interface in the cluster.
+        if link == "loopback" and r["gradwire_payload_bytes"] is not None:
+            return r["gradwire_payload_bytes"]
         return r["interface_bytes"] if r["interface_bytes"] is not None else r["gradwire_payload_bytes"]
     print(f"T5 at {link}: 4 ranks, {res[0]['parameters'] / 1e6:.2f} M parameters, {res[0]['steps']} inner steps, "
           f"H = {res[0]['inner_steps']}; target loss {target:.4f}" if target else f"T5 at {link}")

@@ -160,10 +160,12 @@ TEST(Diloco, RanksEndBitIdenticalThroughLossyCodecs) {
   expect_ok(4, GW_DILOCO_RANK, "identical int8 1 0");
   expect_ok(2, GW_DILOCO_RANK, "identical topk 2 0");
   expect_ok(4, GW_DILOCO_RANK, "identical onebit 3 2");
+  expect_ok(2, GW_DILOCO_RANK, "identical sparseq 1 0");  // SparseLoCo's pseudo-gradient codec
 }
 TEST(Diloco, SaveRestoreEqualsAnUninterruptedRun) {
   expect_ok(2, GW_DILOCO_RANK, "save-restore int8 1 0");
   expect_ok(2, GW_DILOCO_RANK, "save-restore topk 3 2");  // saved with an exchange in flight
+  expect_ok(2, GW_DILOCO_RANK, "save-restore sparseq 3 2");
 }
 TEST(Diloco, BadInputFailsOnEveryRank) {
   expect_error(2, GW_DILOCO_RANK, "bad no-parameter", "GW_ERR_STATE", "registered without one");

@@ -11,7 +11,8 @@ text corpus that needs thousands of steps to learn, with a model small enough th
   local-sgd           parameters averaged every H steps (the diloco schedule with outer lr 1, momentum 0)
   diloco              DiLoCo, f32 pseudo-gradients, outer Nesterov (lr 0.7, momentum 0.9) every H steps
   diloco-int8         the same, pseudo-gradients as int8 with error feedback
-  diloco-sparse       the same, pseudo-gradients through --sparse-codec (top-k 3 % + error feedback)
+  diloco-sparse       the same, pseudo-gradients through --sparse-codec: sparseq, top-k 3 % at 2 bits with
+                      error feedback (SparseLoCo's recipe)
   diloco-streaming    int8, 4 fragments at staggered steps, each applied --delay steps after it started
 
 Prints JSON lines (rank 0): "eval" per evaluation (held-out loss of rank 0's model) and "result" per
@@ -186,9 +187,9 @@ def main():
     p.add_argument("--fragments", type=int, default=4)
     p.add_argument("--delay", type=int, default=5)
     p.add_argument("--bucket-bytes", type=int, default=65536)
-    p.add_argument("--sparse-codec", default="topk")
-    p.add_argument("--sparse-option", action="append", type=lambda s: tuple(s.split("=", 1)),
-                   default=[("ratio", 0.03)], help="KEY=VALUE of the sparse codec")
+    p.add_argument("--sparse-codec", default="sparseq")
+    p.add_argument("--sparse-option", action="append", type=lambda s: tuple(s.split("=", 1)), default=None,
+                   help="KEY=VALUE of the sparse codec (default: ratio=0.03 bits=2, SparseLoCo's recipe)")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--context", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-3)
@@ -198,8 +199,14 @@ def main():
     p.add_argument("--link", default=os.environ.get("GW_LINK", "loopback"))
     p.add_argument("--device", default=os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
     args = p.parse_args()
-    args.sparse_option = [(k, float(v) if isinstance(v, str) and v.replace(".", "", 1).isdigit() else v)
-                          for k, v in args.sparse_option]
+    def number(v):
+        for kind in (int, float):
+            try:
+                return kind(v)
+            except ValueError:
+                pass
+        return v
+    args.sparse_option = [(k, number(v)) for k, v in (args.sparse_option or [("ratio", "0.03"), ("bits", "2")])]
     torch.set_num_threads(1)
     gwt.init_process_group("gloo")
     train, held = corpus()
