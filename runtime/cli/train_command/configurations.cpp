@@ -61,7 +61,7 @@ const std::vector<Configuration>& configurations() {
      "[schedule.diloco]\ninner_steps = 16\nouter_lr = 0.7\nouter_momentum = 0.9\n"},
     {"diloco-streaming", "streaming DiLoCo: 2 fragments at staggered steps, each int8 exchange applied 2 steps "
                          "after it started, overlapped with the inner steps between",
-     "[codec]\nname = \"int8\"\nerror_feedback = true\n[bucket]\nbytes = 262144\n[schedule]\nname = \"diloco\"\n"
+     "[codec]\nname = \"int8\"\nerror_feedback = true\n[bucket]\nbytes = 65536\n[schedule]\nname = \"diloco\"\n"
      "[schedule.diloco]\ninner_steps = 16\nfragments = 2\ndelay = 2\nouter_lr = 0.7\nouter_momentum = 0.9\n"},
     {"onebit-ef-lr02", "one bit with error feedback, momentum after the codec, at 0.2 x --lr",
      "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n", 0.2f},
