@@ -2,7 +2,7 @@
 # Benchmark T2 (docs/pytorch.md): one PyTorch DDP trainer (gloo, MLP 784-1024-1024-10 on Fashion-MNIST,
 # 4 ranks each in its own network namespace behind a rate-limited link), only the gradient communication
 # swapped: DDP's allreduce, PyTorch's fp16 and PowerSGD hooks, gradwire's hook with none, fp16, int8,
-# top-k + error feedback and one bit + error feedback. One table per link rate: step time, the share of
+# top-k + error feedback, one bit + error feedback and powersgd (f32 or int8 factors). One table per link rate: step time, the share of
 # DDP's step spent communicating, time to 85 % test accuracy and how much sooner than DDP, final accuracy,
 # bytes each rank's interface sent per step.
 #
@@ -83,6 +83,10 @@ for link in links:
     gw_best = min((t for r in res if r["config"].startswith("gw-") for t in [r["seconds_to_85"]] if t), default=None)
     if base and base["seconds_to_85"] and t85("gw-int8"):
         print(f"target gw-int8 >= 2x sooner than ddp: {base['seconds_to_85'] / t85('gw-int8'):.2f}x")
+    if t85("torch-powersgd") and t85("gw-powersgd"):
+        print(f"target gw-powersgd >= 1.3x sooner than torch-powersgd: {t85('torch-powersgd') / t85('gw-powersgd'):.2f}x")
+    if t85("torch-powersgd") and gw_best:
+        print(f"target best gradwire hook >= 2x sooner than torch-powersgd: {t85('torch-powersgd') / gw_best:.2f}x")
     if torch_best and gw_best:
         print(f"target best gradwire hook >= 1.5x sooner than the best PyTorch hook: {torch_best / gw_best:.2f}x")
 print("comm %: share of the step not explained by the step without communication (1 - compute / step); "

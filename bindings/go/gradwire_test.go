@@ -47,6 +47,48 @@ func TestErrorsCarryStatusAndMessage(t *testing.T) {
 	}
 }
 
+func TestSyncShapesOnOneRank(t *testing.T) {
+	// powersgd through the synchronizer: the registered shape reaches the codec (a rank-1 gradient of a
+	// 64 x 32 matrix comes back exactly), and a shape of another count is refused with gradwire's message.
+	rt := newRuntime(t, "[codec]\nname = \"powersgd\"\n[codec.powersgd]\nrank = 2\n")
+	c := solo(t, rt)
+	defer c.Close()
+	s, err := NewSync(c, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id, err := s.Register("w", 64*32, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterShape("w", []int64{64, 31}); !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "holds 1984 elements but the tensor has 2048") {
+		t.Fatalf("want ErrInvalidArgument naming the counts, got %v", err)
+	}
+	if err := s.RegisterShape("w", []int64{64, 32}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finalize(); err != nil {
+		t.Fatal(err)
+	}
+	g := s.Gradient(id)
+	for i := 0; i < 64; i++ {
+		for j := 0; j < 32; j++ {
+			g[i*32+j] = float32(i+1) * float32(j-16)
+		}
+	}
+	want := append([]float32(nil), g...)
+	if _, err := s.Step(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want { // within float rounding (values up to 1024)
+		if d := g[i] - want[i]; d > 1e-2 || d < -1e-2 {
+			t.Fatalf("element %d: %g, want %g", i, g[i], want[i])
+		}
+	}
+}
+
 func TestClosedHandlesAreRefusedByGradwire(t *testing.T) {
 	rt := newRuntime(t, "")
 	c, err := rt.NewCodec("int8")

@@ -194,6 +194,10 @@ static inline gw_status go_sync_register(gw_sync* s, const char* name, float* g,
   gw_tensor gt = tensor(GW_DTYPE_F32, g, n), pt = tensor(GW_DTYPE_F32, p, n);
   return keep(gw_sync_register(s, name, &gt, p ? &pt : NULL), err);
 }
+static inline gw_status go_sync_register_shape(gw_sync* s, const char* name, uint32_t ndim, const int64_t* dims,
+                                               char** err) {
+  return keep(gw_sync_register_shape(s, name, ndim, dims), err);
+}
 static inline gw_status go_sync_finalize(gw_sync* s, char** err) { return keep(gw_sync_finalize(s), err); }
 static inline gw_status go_sync_step(gw_sync* s, uint32_t* flags, char** err) { return keep(gw_sync_step(s, flags), err); }
 static inline gw_status go_sync_stats(gw_sync* s, uint32_t bucket, gw_sync_stats* out, char** err) {

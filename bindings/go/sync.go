@@ -49,6 +49,19 @@ func (s *Sync) Register(name string, count int, withParameter bool) (int, error)
 	return len(s.tensors) - 1, nil
 }
 
+// RegisterShape gives a registered tensor its shape (the product of dims is its count), before Finalize:
+// codecs that work on matrices (powersgd) see it as dims[0] x the rest. Since ABI 1.4.
+func (s *Sync) RegisterShape(name string, dims []int64) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	cdims := make([]C.int64_t, len(dims)+1) // never empty: its address is passed
+	for i, d := range dims {
+		cdims[i] = C.int64_t(d)
+	}
+	var msg *C.char
+	return call(C.go_sync_register_shape(s.raw, cname, C.uint32_t(len(dims)), &cdims[0], &msg), msg)
+}
+
 // Finalize fuses the tensors into buckets and checks every rank registered the same ones (collective).
 func (s *Sync) Finalize() error {
 	var msg *C.char

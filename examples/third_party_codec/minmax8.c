@@ -136,7 +136,8 @@ static gw_status mm_decode(void* codec, const gw_codec_context* ctx, const void*
 }
 
 static const gw_codec_vtable minmax8_vtable = {sizeof(gw_codec_vtable), mm_create, mm_destroy, mm_properties,
-                                               mm_max_encoded_size, mm_encode, mm_decode, NULL};
+                                               mm_max_encoded_size, mm_encode, mm_decode, NULL,
+                                               NULL, NULL, NULL, NULL /* 1.4: rounds and state, unused */};
 
 static const gw_component minmax8_components[] = {
     {sizeof(gw_component), GW_COMPONENT_CODEC, "minmax8", "8-bit min-max quantization per block (an example plugin).",

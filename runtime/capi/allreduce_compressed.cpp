@@ -49,6 +49,7 @@ gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw
   gw_codec_context ctx = gw::abi::Struct<gw_codec_context>::defaults();
   ctx.seed = given.seed;
   ctx.step = given.step;
+  ctx.buffer_id = given.buffer_id;
   const gw_tensor i = checked_tensor(in, "in");
   const gw_tensor o = checked_tensor(out, "out");
   if (i.count != o.count)
@@ -57,7 +58,12 @@ gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw
   if (op != GW_REDUCE_SUM && op != GW_REDUCE_AVG)
     gw::fail(GW_ERR_UNSUPPORTED, std::string("the compressed allreduce sums or averages; op ") +
                                      gw::comm::op_name(op) + " needs gw_allreduce");
+  gw::coll::check_shapes(given.shapes, given.num_shapes, o.count);
+  if (ef != nullptr && codec->has_rounds())
+    gw::fail(GW_ERR_UNSUPPORTED, "codec '" + codec->name() + "' keeps its own error feedback inside its rounds ([codec." +
+                                     codec->name() + "]); use gw_allreduce_compressed without gw_error_feedback");
   gw::coll::CompressedArgs a;
+  if (given.num_shapes > 0) a.shapes.assign(given.shapes, given.shapes + given.num_shapes);
   a.codec = codec;
   a.ef = ef;
   a.ctx = ctx;

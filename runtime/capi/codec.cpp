@@ -1,6 +1,9 @@
 // gw_codec_* of the C ABI: codecs on their own, without a communicator.
 #include <gradwire/gradwire.h>
 
+#include <cstring>
+#include <vector>
+
 #include "codec/codec.hpp"
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"
@@ -68,6 +71,30 @@ GW_API gw_status gw_codec_decode(gw_codec* codec, const gw_codec_context* contex
     auto& c = get(codec);
     gw_tensor o = gw::read_tensor(out, "out");
     c.decode(context_or_default(context), payload, size, o, flags);
+    return GW_OK;
+  });
+}
+
+GW_API gw_status gw_codec_save_state(gw_codec* codec, void* buf, uint64_t capacity, uint64_t* size) {
+  return gw::guard([&] {
+    auto& c = get(codec);
+    gw::require(size, "size");
+    const std::vector<unsigned char> blob = c.save_state();
+    *size = blob.size();
+    if (buf == nullptr) return GW_OK;
+    if (capacity < blob.size())
+      gw::fail(GW_ERR_BUFFER_TOO_SMALL, "the codec state needs " + std::to_string(blob.size()) + " bytes, the buffer has " +
+                                            std::to_string(capacity) + "; ask gw_codec_save_state with buf NULL first");
+    std::memcpy(buf, blob.data(), blob.size());
+    return GW_OK;
+  });
+}
+
+GW_API gw_status gw_codec_load_state(gw_codec* codec, const void* buf, uint64_t size) {
+  return gw::guard([&] {
+    auto& c = get(codec);
+    if (size > 0) gw::require(buf, "buf");
+    c.load_state(static_cast<const unsigned char*>(buf), size);
     return GW_OK;
   });
 }

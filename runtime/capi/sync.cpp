@@ -70,6 +70,15 @@ GW_API gw_status gw_sync_register(gw_sync* sync, const char* name, const gw_tens
   });
 }
 
+GW_API gw_status gw_sync_register_shape(gw_sync* sync, const char* name, uint32_t ndim, const int64_t* dims) {
+  return locked(sync, [&](Synchronizer& s) {
+    gw::require(name, "name");
+    if (ndim > 0) gw::require(dims, "dims");
+    s.register_shape(name, std::vector<int64_t>(dims, dims + ndim));
+    return GW_OK;
+  });
+}
+
 GW_API gw_status gw_sync_finalize(gw_sync* sync) {
   return locked(sync, [&](Synchronizer& s) {
     s.finalize();

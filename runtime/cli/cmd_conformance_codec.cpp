@@ -184,6 +184,109 @@ struct Codec {
 
 const char* dtype_label(gw_dtype d) { return gw_dtype_name(d) ? gw_dtype_name(d) : "?"; }
 
+// The shapes the checks of codecs of rounds pass: a 200 x 200 matrix, a vector of 3, a 60 x 1000 matrix
+// (the 100003 elements of the allreduce check).
+const gw_tensor_shape kRoundShapes[] = {{0, 200, 200}, {40000 + 3, 60, 1000}};
+constexpr uint64_t kRoundCount = 40000 + 3 + 60000;
+
+bool has_rounds(const gw_codec_vtable* v) {
+  return GW_STRUCT_HAS(v, gw_codec_vtable, round_plan) && v->round_plan != nullptr;
+}
+
+// One call of a codec of rounds on one rank (every sum is the rank's own vector): out, or why it failed.
+bool run_rounds(const gw_codec_vtable* v, void* c, const std::vector<float>& in, uint64_t step, std::vector<float>& out,
+                std::string& why) {
+  gw_codec_context x = GW_CODEC_CONTEXT_INIT;
+  x.seed = 3;
+  x.step = step;
+  x.buffer_id = 1;
+  x.shapes = kRoundShapes;
+  x.num_shapes = 2;
+  gw_codec_round_plan plan = GW_CODEC_ROUND_PLAN_INIT;
+  clear_error();
+  gw_status st = v->round_plan(c, &x, in.size(), &plan);
+  if (st != GW_OK) return why = std::string("round_plan returned ") + gw_status_string(st) + ": " + take_error(), false;
+  if (plan.rounds < 1 || plan.rounds > GW_CODEC_MAX_ROUNDS)
+    return why = "round_plan planned " + std::to_string(plan.rounds) + " rounds (1 to 8 allowed)", false;
+  gw_tensor input = GW_TENSOR_INIT;
+  input.data = const_cast<float*>(in.data());
+  input.count = in.size();
+  out.assign(in.size(), 0.0f);
+  std::vector<float> reduced, next;
+  for (uint32_t r = 0; r <= plan.rounds; ++r) {
+    const bool last = r == plan.rounds;
+    gw_tensor sum = GW_TENSOR_INIT, vec = GW_TENSOR_INIT, result = GW_TENSOR_INIT;
+    sum.data = reduced.data();
+    sum.count = reduced.size();
+    if (!last) {
+      next.assign(plan.elements[r], 0.0f);
+      vec.data = next.data();
+      vec.count = next.size();
+    }
+    result.data = out.data();
+    result.count = out.size();
+    clear_error();
+    st = v->round(c, &x, r, &input, r ? &sum : nullptr, last ? nullptr : &vec, last ? &result : nullptr);
+    if (st != GW_OK)
+      return why = "round " + std::to_string(r) + " returned " + gw_status_string(st) + ": " + take_error(), false;
+    std::swap(reduced, next);
+  }
+  for (float f : out)
+    if (!std::isfinite(f)) return why = "a call on finite values produced a NaN or infinity", false;
+  return true;
+}
+
+// Codecs of rounds (ABI 1.4): a call on one rank gives finite values, two fresh instances give the same
+// bits, the saved state continues bit for bit in a fresh instance, and damaged state is refused or
+// survived without access outside the buffer.
+void round_checks(Plugin& plugin, const gw_component& comp, RankLink& link, Codec& k) {
+  const std::string prefix = std::string("codec.") + comp.name + ".rounds.";
+  const auto fresh = [&](void** c) {
+    ConfigView* cfg = make_config(comp);
+    const gw_status st = k.v->create(plugin.state, host(), as_config(cfg), c);
+    free_config(cfg);
+    return st == GW_OK && *c != nullptr;
+  };
+  std::vector<float> in(kRoundCount), a, b, c2, d;
+  make_values(GW_DTYPE_F32, kRoundCount, 21, reinterpret_cast<unsigned char*>(in.data()));
+  std::string why;
+  run_rounds(k.v, k.c, in, 0, a, why);
+  link.report(prefix + "call", why.empty(), why);
+  if (!why.empty()) return;
+  void* other = nullptr;
+  if (!fresh(&other)) why = "a second instance could not be created";
+  else if (run_rounds(k.v, other, in, 0, b, why) && a != b) why = "two fresh instances gave different bits";
+  link.report(prefix + "deterministic", why.empty(), why);
+  if (other) k.v->destroy(other), other = nullptr;
+  const bool state = GW_STRUCT_HAS(k.v, gw_codec_vtable, save_state) && k.v->save_state && k.v->load_state;
+  if (!state) return;
+  why.clear();
+  uint64_t size = 0;
+  std::vector<unsigned char> blob;
+  if (k.v->save_state(k.c, nullptr, 0, &size) != GW_OK) why = "save_state (size) failed: " + take_error();
+  blob.resize(size);
+  if (why.empty() && k.v->save_state(k.c, blob.data(), blob.size(), &size) != GW_OK) why = "save_state failed: " + take_error();
+  if (why.empty() && (!run_rounds(k.v, k.c, in, 1, c2, why) || !fresh(&other))) why += " (continuing)";
+  if (why.empty() && k.v->load_state(other, blob.data(), size) != GW_OK) why = "load_state of a saved state failed: " + take_error();
+  if (why.empty() && run_rounds(k.v, other, in, 1, d, why) && c2 != d)
+    why = "the call after loading the saved state differs from the call after saving it";
+  link.report(prefix + "state_round_trip", why.empty(), why);
+  if (other) {
+    // Damaged state: truncated or bit-flipped blobs in a guarded buffer; any status, no crash.
+    std::mt19937_64 rng(5);
+    for (int i = 0; i < 100 && size > 0; ++i) {
+      std::vector<unsigned char> damaged(blob.begin(), blob.begin() + size);
+      if (i % 2) damaged.resize(rng() % size);
+      else damaged[rng() % size] ^= uint8_t(1u << (rng() % 8));
+      Guarded g(damaged.size());
+      if (!damaged.empty()) std::memcpy(g.data(), damaged.data(), damaged.size());
+      k.v->load_state(other, g.data(), damaged.size());
+    }
+    link.report(prefix + "hostile_state", true, "100 truncated or bit-flipped states, no out-of-bounds access");
+    k.v->destroy(other);
+  }
+}
+
 void unit_checks(Plugin& plugin, const gw_component& comp, RankLink& link) {
   const std::string prefix = std::string("codec.") + comp.name + ".";
   Codec k;
@@ -211,6 +314,13 @@ void unit_checks(Plugin& plugin, const gw_component& comp, RankLink& link) {
   link.report(prefix + "create", !dtypes.empty(),
               dtypes.empty() ? "properties declare no floating-point dtype (dtypes bits)" : "");
   if (dtypes.empty()) return;
+  if (has_rounds(k.v)) {
+    // Its allreduce is its rounds; encode and decode may refuse (docs/plugin-guide.md).
+    round_checks(plugin, comp, link, k);
+    k.v->destroy(k.c);
+    plugin.fini();
+    return;
+  }
   const bool lossless = k.props.flags & GW_CODEC_LOSSLESS;
 
   // Round trips: every declared dtype, counts from 0 to 100003.
@@ -380,6 +490,11 @@ std::vector<Check> check_codec(Plugin& plugin, const gw_component& c, const Opti
       gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
       ctx.seed = 5;
       ctx.step = 1;
+      if (has_rounds(static_cast<const gw_codec_vtable*>(c.vtable))) {
+        // A codec of rounds gets tensor shapes (two matrices and vectors) inside the buffer.
+        ctx.shapes = kRoundShapes;
+        ctx.num_shapes = 2;
+      }
       st = gw_allreduce_compressed(comm, codec, &ctx, &ti, &to, GW_REDUCE_AVG);
       if (st != GW_OK) {
         why = std::string("gw_allreduce_compressed: ") + gw_status_string(st) + ": " + gw_last_error();

@@ -1,6 +1,7 @@
 #include "codec/codec.hpp"
 
 #include "codec/wire.hpp"
+#include "core/bytes.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/tensor.hpp"
@@ -16,6 +17,8 @@ Codec::Codec(ComponentRef ref, const config::Config& config)
                "codec '" + name_ + "': create failed");
   if (instance_ == nullptr) fail(GW_ERR_PLUGIN, "codec '" + name_ + "': create returned GW_OK but no instance");
   check_plugin(vtable_->properties(instance_, &properties_), "codec '" + name_ + "': properties failed");
+  properties_.flags &= ~uint32_t(GW_CODEC_ROUNDS);  // the runtime's to say
+  if (has_rounds()) properties_.flags |= GW_CODEC_ROUNDS;
 }
 
 Codec::~Codec() {
@@ -111,6 +114,75 @@ void Codec::decode(const gw_codec_context& ctx, const void* payload, uint64_t si
   check_plugin(vtable_->decode(instance_, &c, static_cast<const unsigned char*>(payload) + GW_WIRE_HEADER_SIZE,
                                h.body_length, &out, flags),
                "codec", name_, ": decode failed");
+}
+
+gw_codec_round_plan Codec::round_plan(const gw_codec_context& ctx, uint64_t count) {
+  if (!has_rounds()) fail(GW_ERR_INTERNAL, "codec '" + name_ + "' has no rounds");
+  gw_codec_round_plan plan = GW_CODEC_ROUND_PLAN_INIT;
+  clear_plugin_error();
+  check_plugin(vtable_->round_plan(instance_, &ctx, count, &plan), "codec", name_, ": round_plan failed");
+  if (plan.rounds < 1 || plan.rounds > GW_CODEC_MAX_ROUNDS)
+    fail(GW_ERR_PLUGIN, "codec '" + name_ + "' plans " + std::to_string(plan.rounds) + " rounds; 1 to " +
+                            std::to_string(GW_CODEC_MAX_ROUNDS) + " are allowed (a plugin bug)");
+  return plan;
+}
+
+void Codec::round(const gw_codec_context& ctx, uint32_t round, const gw_tensor& in, const gw_tensor* reduced,
+                  gw_tensor* next, gw_tensor* out) {
+  clear_plugin_error();
+  check_plugin(vtable_->round(instance_, &ctx, round, &in, reduced, next, out), "codec", name_,
+               (": round " + std::to_string(round) + " failed").c_str());
+}
+
+namespace {
+constexpr uint32_t kStateMagic = 0x53434747u;  // "GGCS"
+constexpr uint32_t kStateVersion = 1;
+}  // namespace
+
+// The blob: "GGCS" u32 magic, u32 version, str codec name, bytes the plugin's state, u64 FNV-1a 64 of
+// every preceding byte (little-endian; str and bytes are a u64 length and the bytes).
+std::vector<unsigned char> Codec::save_state() {
+  std::vector<unsigned char> state;
+  if (has_state()) {
+    uint64_t size = 0;
+    clear_plugin_error();
+    check_plugin(vtable_->save_state(instance_, nullptr, 0, &size), "codec", name_, ": save_state failed");
+    state.resize(size);
+    uint64_t written = 0;
+    check_plugin(vtable_->save_state(instance_, state.data(), state.size(), &written), "codec", name_,
+                 ": save_state failed");
+    if (written > size)
+      fail(GW_ERR_PLUGIN, "codec '" + name_ + "' wrote more state than it asked room for (a plugin bug)");
+    state.resize(written);
+  }
+  bytes::ByteWriter w;
+  w.u32(kStateMagic);
+  w.u32(kStateVersion);
+  w.str(name_);
+  w.bytes(state.data(), state.size());
+  return w.finish_with_checksum();
+}
+
+void Codec::load_state(const unsigned char* data, uint64_t size) {
+  const std::string fix = "pass the bytes gw_codec_save_state (or gw_sync_save_state) wrote, unmodified";
+  if (size < 16 || bytes::get_le(data + size - 8, 8) != bytes::fnv1a64(data, size - 8))
+    fail(GW_ERR_CORRUPT, "codec state blob of " + std::to_string(size) + " bytes is damaged or truncated; " + fix);
+  bytes::ByteReader r(data, size - 8, "codec state blob", fix);
+  if (r.u32() != kStateMagic) fail(GW_ERR_CORRUPT, "codec state blob does not start with 'GGCS'; " + fix);
+  const uint32_t version = r.u32();
+  if (version != kStateVersion)
+    fail(GW_ERR_VERSION, "codec state blob has version " + std::to_string(version) + "; this gradwire reads 1");
+  const std::string name = r.str();
+  if (name != name_)
+    fail(GW_ERR_MISMATCH, "the codec state was saved by codec '" + name + "', not by '" + name_ + "'");
+  const auto state = r.bytes();
+  if (!r.at_end()) fail(GW_ERR_CORRUPT, "codec state blob: bytes follow its state; " + fix);
+  if (!has_state()) {
+    if (!state.empty()) fail(GW_ERR_CORRUPT, "codec '" + name_ + "' keeps no state but the blob holds some; " + fix);
+    return;
+  }
+  clear_plugin_error();
+  check_plugin(vtable_->load_state(instance_, state.data(), state.size()), "codec", name_, ": load_state failed");
 }
 
 }  // namespace gw

@@ -29,6 +29,7 @@ const char* compressed_algorithm_name(CompressedAlgorithm a) {
     case CompressedAlgorithm::SparseAllgather: return "sparse allgather";
     case CompressedAlgorithm::SparseDense: return "sparse, dense ring";
     case CompressedAlgorithm::SharedIndices: return "shared indices";
+    case CompressedAlgorithm::Rounds: return "rounds";
   }
   return "?";
 }
@@ -109,6 +110,7 @@ bool payloads_are_values(Codec& codec) {
 CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t world_size, uint64_t chunk_elements,
                                       bool host) {
   const uint32_t flags = codec.properties().flags;
+  if (codec.has_rounds()) return CompressedAlgorithm::Rounds;
   if (world_size == 1) return CompressedAlgorithm::Local;
   // The dense ring adds exactly as the summable ring does (the same blocks, the same order), so a tensor
   // gets the same bits whichever of the two it takes; below one element per rank the ring has no blocks.
@@ -129,6 +131,10 @@ CompressedAlgorithm choose_compressed(Codec& codec, uint64_t count, uint32_t wor
 }
 
 Task allreduce_compressed(Collective& c, CompressedArgs a) {
+  if (a.codec->has_rounds()) {
+    co_await allreduce_rounds(c, std::move(a));
+    co_return;
+  }
   CodecOps ops(*a.codec, a.ef, a.ctx, c.rank(), c.size(), a.memory.get());
   const uint64_t chunk = std::max<uint64_t>(1, a.chunk_elements);
   if (a.count > 0) {
@@ -157,6 +163,7 @@ Task allreduce_compressed(Collective& c, CompressedArgs a) {
       case CompressedAlgorithm::SharedIndices:
         co_await allreduce_shared_indices(c, ops, in, a.buf, a.count, a.op, chunk, a.ring_threshold_bytes);
         break;
+      case CompressedAlgorithm::Rounds: break;  // taken above
     }
   }
   book(a.stats, c, ops, 4 * a.count);

@@ -28,6 +28,7 @@ enum class CompressedAlgorithm {
   SparseAllgather,         // topk: every rank's payloads to every rank, summed in rank order
   SparseDense,             // topk when the gathered payloads would outweigh a dense ring allreduce
   SharedIndices,           // randomk: the k values of every chunk reduced densely, then decoded
+  Rounds,                  // powersgd: the codec's rounds, each vector summed over the ranks (ABI 1.4)
 };
 const char* compressed_algorithm_name(CompressedAlgorithm a);
 
@@ -99,6 +100,8 @@ struct CompressedArgs {
   CompressedStats* stats = nullptr;         // filled when the collective completes; may be nullptr
   // Where buf and in live; nullptr: f32 host memory. Shared: the request's closure keeps it alive.
   std::shared_ptr<TensorMemory> memory;
+  // The tensors' 2-D views (gw_codec_context.shapes, copied: the algorithm points ctx at this copy).
+  std::vector<gw_tensor_shape> shapes;
 };
 
 // Whether a codec's payload body is its f32 input as it is: lossless, summable in f32, and 4 bytes per
@@ -213,6 +216,15 @@ Task allreduce_sparse_dense(Collective& c, CodecOps& ops, float* buf, uint64_t c
                             uint64_t chunk_elements, uint64_t ring_threshold_bytes);
 Task allreduce_shared_indices(Collective& c, CodecOps& ops, const float* in, float* buf, uint64_t count,
                               gw_reduce_op op, uint64_t chunk_elements, uint64_t ring_threshold_bytes);
+// A codec of rounds (Codec::has_rounds): for each round the codec writes a vector from the input (and
+// the previous round's sum), the vector is summed over the ranks (exactly in f32 by the dense allreduce,
+// or through the plan's wire codec's compressed allreduce), and the last round writes the sum into buf;
+// avg divides once at the end. Every rank gets the same sums, so the same final bits. Host f32 only.
+// Each round's messages are numbered from round * kRoundSteps. Books its cost into args.stats.
+Task allreduce_rounds(Collective& c, CompressedArgs args);
+// Checks shapes against a buffer of `count` elements: increasing offsets, no overlap, inside the buffer,
+// rows and cols at least 1; GW_ERR_INVALID_ARGUMENT naming the shape otherwise.
+void check_shapes(const gw_tensor_shape* shapes, uint32_t num_shapes, uint64_t count);
 
 // The compressed cores, over the collective's current group (Collective::set_group), n = c.size():
 // Reduce-scatter: `in` holds n shards of `count`; every rank encodes each piece of every other rank's

@@ -25,7 +25,8 @@ gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs 
   a.chunk_elements = std::max<uint64_t>(1, comm.settings().pipeline_chunk_bytes / 4);
   a.ring_threshold_bytes = comm.settings().ring_threshold_bytes;
   const Signature s{CollectiveKind::Allreduce, a.op, GW_DTYPE_F32, a.count, 0, a.codec->id()};
-  if (coll::use_two_level(comm.topology(), comm.settings().two_level)) {
+  // A codec of rounds sums its round vectors with the flat collectives (allreduce_rounds).
+  if (!a.codec->has_rounds() && coll::use_two_level(comm.topology(), comm.settings().two_level)) {
     const bool gather = coll::gathers_encoded(comm.topology().node_count(), comm.settings().two_level_cross);
     const auto two_level = [a, t = comm.topology(), gather, finish](Collective& c) {
       return then(coll::allreduce_two_level(c, a, t, gather), finish);

@@ -58,6 +58,7 @@ GW_ABI_FIRST_VERSION(gw_component, vtable, GW_COMPONENT_INIT);
 GW_ABI_FIRST_VERSION(gw_plugin_descriptor, get_extension, GW_PLUGIN_DESCRIPTOR_INIT);
 GW_ABI_FIRST_VERSION(gw_transport_init, timeout_s, GW_TRANSPORT_INIT_INIT);
 GW_ABI_FIRST_VERSION(gw_codec_vtable, get_extension, {});
+GW_ABI_FIRST_VERSION(gw_codec_round_plan, wire_codec, GW_CODEC_ROUND_PLAN_INIT);  // since 1.4
 GW_ABI_FIRST_VERSION(gw_transport_vtable, get_extension, {});
 GW_ABI_FIRST_VERSION(gw_schedule_vtable, get_extension, {});
 GW_ABI_FIRST_VERSION(gw_schedule_runtime, keep_local, {});

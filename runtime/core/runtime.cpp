@@ -82,7 +82,22 @@ void Runtime::check_component_names() const {
 
 std::unique_ptr<Codec> Runtime::make_codec(const std::string& name) const {
   const std::string chosen = name.empty() ? config_->get_string("codec", "name") : name;
-  return std::make_unique<Codec>(registry_->find(GW_COMPONENT_CODEC, chosen), *config_);
+  auto codec = std::make_unique<Codec>(registry_->find(GW_COMPONENT_CODEC, chosen), *config_);
+  if (codec->has_rounds()) {
+    // The codec that carries its round vectors, fixed by its configuration (asked with no tensor).
+    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+    const char* wire = codec->round_plan(ctx, 0).wire_codec;
+    if (wire != nullptr && std::string(wire) != "none" && !std::string(wire).empty()) {
+      if (wire == chosen)
+        fail(GW_ERR_PLUGIN, "codec '" + chosen + "' names itself as the wire codec of its rounds (a plugin bug)");
+      auto carrier = std::make_unique<Codec>(registry_->find(GW_COMPONENT_CODEC, wire), *config_);
+      if (carrier->has_rounds())
+        fail(GW_ERR_CONFIG, "codec '" + chosen + "' sends its rounds through codec '" + wire +
+                                "', which has rounds of its own; name a codec of one exchange (none, fp16, int8)");
+      codec->set_wire_codec(std::move(carrier));
+    }
+  }
+  return codec;
 }
 
 }  // namespace gw

@@ -58,6 +58,13 @@ void check_component(const std::string& path, const gw_component& c) {
                       {{"create", v->create != nullptr}, {"destroy", v->destroy != nullptr},
                        {"properties", v->properties != nullptr}, {"max_encoded_size", v->max_encoded_size != nullptr},
                        {"encode", v->encode != nullptr}, {"decode", v->decode != nullptr}});
+      // Since 1.4: a codec of rounds needs both calls, and save_state goes with load_state. Members past
+      // the plugin's struct_size are absent (an older plugin has neither).
+      if (GW_STRUCT_HAS(v, gw_codec_vtable, round_plan) && v->round_plan != nullptr)
+        require_members(path, c, {{"round (round_plan is set)", GW_STRUCT_HAS(v, gw_codec_vtable, round) && v->round != nullptr}});
+      if (GW_STRUCT_HAS(v, gw_codec_vtable, save_state) && v->save_state != nullptr)
+        require_members(path, c, {{"load_state (save_state is set)",
+                                   GW_STRUCT_HAS(v, gw_codec_vtable, load_state) && v->load_state != nullptr}});
       break;
     }
     case GW_COMPONENT_SCHEDULE: {

@@ -83,7 +83,9 @@ std::string mb(double bytes) {
 }  // namespace
 
 bool keeps_error_feedback(const config::Config& cfg, const Codec* codec) {
-  if (!codec || !cfg.get_bool("codec", "error_feedback") || (codec->properties().flags & GW_CODEC_LOSSLESS))
+  // A codec of rounds (powersgd) keeps its own residuals: the runtime's error feedback wraps an encoding.
+  if (!codec || !cfg.get_bool("codec", "error_feedback") || (codec->properties().flags & GW_CODEC_LOSSLESS) ||
+      codec->has_rounds())
     return false;
   const std::vector<std::string> listed = cfg.get_strings("codec", "error_feedback_codecs");
   return listed.empty() || std::find(listed.begin(), listed.end(), codec->name()) != listed.end();

@@ -39,7 +39,7 @@ std::unique_ptr<Exchange> Synchronizer::start_parameter_exchange(uint32_t bucket
   const bool difference = b.codec && !b.anchor.empty();
   if (difference)
     for (uint64_t i = 0; i < b.count; ++i) x[i] -= b.anchor[i];
-  start_average(bucket, difference, b.parameter_ef.get(), x, *e, std::nullopt);
+  start_average(bucket, difference, b.parameter_ef.get(), x, *e, std::nullopt, nullptr, kParameterBuffers);
   if (difference) ++b.exchanges;
   return e;
 }

@@ -5,9 +5,10 @@
 //     u8 has accumulator [f32 × count], bytes error-feedback state (empty: none),
 //     (version 2:) u8 has velocity [f32 × count], u8 has anchor [f32 × count],
 //     bytes parameter error-feedback state (empty: none),
-//     (version 3:) u8 has outer velocity [f32 × count],
+//     (version 4:) u8 has outer velocity [f32 × count],
 //   u32 background slots, then per slot: u64 slot, per bucket f32 × count (the finished average),
-//   (version 3:) u32 outer steps in flight, then per one: u32 fragment, u64 step started, u32 buckets,
+//   (version 3:) u32 codecs with state, then per codec: str name, bytes its gw_codec_save_state blob,
+//   (version 4:) u32 outer steps in flight, then per one: u32 fragment, u64 step started, u32 buckets,
 //     per bucket: u32 bucket, u8 first, f32 × count (the finished average), f32 × count (parameters sent),
 //   u64 FNV-1a 64 of every preceding byte.
 // str and bytes are a u64 length and the bytes.
@@ -22,7 +23,7 @@ namespace gw::sync {
 namespace {
 
 constexpr uint32_t kMagic = 0x59535747u;  // "GWSY"
-constexpr uint32_t kVersion = 3;  // 1: without velocity, anchor and parameter error feedback; 2: without the outer loop
+constexpr uint32_t kVersion = 4;  // 1: without velocity, anchor and parameter error feedback; 2: without codec states; 3: without the outer loop
 
 [[noreturn]] void corrupt(const std::string& what) {
   fail(GW_ERR_CORRUPT, "synchronizer state blob is invalid: " + what +
@@ -91,6 +92,15 @@ std::vector<unsigned char> Synchronizer::save_state() {
       }
       w.f32s(e.data.data(), e.data.size());
     }
+  }
+  // Codecs that keep state between calls (powersgd's warm starts and residuals, per bucket).
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> states;
+  for (auto& [name, codec] : codecs_)
+    if (codec->has_state()) states.emplace_back(name, codec->save_state());
+  w.u32(uint32_t(states.size()));
+  for (const auto& [name, blob] : states) {
+    w.str(name);
+    w.bytes(blob.data(), blob.size());
   }
   w.u32(uint32_t(outer_.size()));
   for (const auto& [fragment, flight] : outer_) {
@@ -197,7 +207,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       if (!l.velocity.empty() && !(momentum_ > 0))
         fail(GW_ERR_MISMATCH, where + ": the checkpoint was taken with [codec] momentum > 0, this run has 0");
     }
-    if (version >= 3 && r.u8()) l.outer_velocity = r.f32s(b.count);
+    if (version >= 4 && r.u8()) l.outer_velocity = r.f32s(b.count);
   }
   std::map<uint64_t, std::vector<std::vector<float>>> slots;
   const uint32_t num_slots = r.u32();
@@ -206,8 +216,16 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     auto& results = slots[slot];
     for (const Bucket& b : buckets_) results.push_back(r.f32s(b.count));
   }
-  std::map<uint32_t, OuterFlight> outer;
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> codec_states;
   if (version >= 3) {
+    const uint32_t n = r.u32();
+    for (uint32_t i = 0; i < n; ++i) {
+      std::string name = r.str();
+      codec_states.emplace_back(std::move(name), r.bytes());
+    }
+  }
+  std::map<uint32_t, OuterFlight> outer;
+  if (version >= 4) {
     const uint32_t num_outer = r.u32();
     for (uint32_t k = 0; k < num_outer; ++k) {
       const uint32_t fragment = r.u32();
@@ -229,7 +247,17 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     }
   }
   if (!r.at_end()) corrupt("bytes follow the last section");
+  for (const auto& [name, blob] : codec_states) {
+    bool used = false;
+    for (const Bucket& b : buckets_) used = used || b.codec_name == name;
+    for (const Loaded& l : loaded) used = used || l.adopt_codec == name;
+    if (!used)
+      fail(GW_ERR_MISMATCH, "the checkpoint holds the state of codec '" + name + "', which no bucket of this run uses");
+  }
 
+  // The codecs' states load first: a damaged one leaves the synchronizer as it was (a codec's own load is
+  // all or nothing).
+  for (const auto& [name, blob] : codec_states) codec_named(name)->load_state(blob.data(), blob.size());
   // Everything checked: apply. Exchanges of this run still in flight are completed first.
   schedule_->load(schedule_state.data(), schedule_state.size());
   for (auto& [slot, exchanges] : slots_)

@@ -35,6 +35,7 @@ std::string serialize(const std::vector<TensorEntry>& tensors) {
     s.push_back('\0');
     s += std::to_string(int(t.gradient.dtype)) + "," + std::to_string(t.gradient.count) + "," +
          (t.parameter ? "1" : "0");
+    if (t.shape) s += "," + std::to_string(t.shape->first) + "x" + std::to_string(t.shape->second);
     s.push_back('\0');
   }
   return s;
@@ -54,10 +55,11 @@ std::vector<std::string> split_nul(const std::string& s) {
 std::string entry_text(const std::vector<std::string>& fields, size_t tensor) {
   if (2 * tensor + 1 >= fields.size()) return "nothing";
   const std::string& meta = fields[2 * tensor + 1];
-  const size_t a = meta.find(','), b = meta.rfind(',');
+  const size_t a = meta.find(','), b = meta.find(',', a + 1), x = meta.find(',', b + 1);
   const gw_dtype dtype = gw_dtype(std::stoi(meta.substr(0, a)));
   return "'" + fields[2 * tensor] + "' (" + gw_dtype_name(dtype) + ", " + meta.substr(a + 1, b - a - 1) +
-         " elements" + (meta.substr(b + 1) == "1" ? ", with parameter" : "") + ")";
+         " elements" + (meta.substr(b + 1, x == std::string::npos ? std::string::npos : x - b - 1) == "1" ? ", with parameter" : "") +
+         (x != std::string::npos ? ", shape " + meta.substr(x + 1) : std::string()) + ")";
 }
 
 }  // namespace
@@ -158,6 +160,32 @@ void Synchronizer::register_tensor(const std::string& name, const gw_tensor& gra
   tensors_.push_back(std::move(e));
 }
 
+void Synchronizer::register_shape(const std::string& name, const std::vector<int64_t>& dims) {
+  if (finalized_)
+    fail(GW_ERR_STATE, "gw_sync_register_shape('" + name + "') after gw_sync_finalize; give shapes before");
+  TensorEntry* t = nullptr;
+  for (TensorEntry& e : tensors_)
+    if (e.name == name) t = &e;
+  if (t == nullptr)
+    fail(GW_ERR_NOT_FOUND, "gw_sync_register_shape: no tensor named '" + name + "' is registered; gw_sync_register it first");
+  uint64_t product = 1;
+  std::string text;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    text += (i ? " x " : "") + std::to_string(dims[i]);
+    if (dims[i] < 0) fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "': shape " + text + " has a negative size");
+    product *= uint64_t(dims[i]);
+  }
+  if (dims.empty()) text = "scalar";
+  if (product != t->gradient.count)
+    fail(GW_ERR_INVALID_ARGUMENT, "tensor '" + name + "': the shape " + text + " holds " + std::to_string(product) +
+                                      " elements but the tensor has " + std::to_string(t->gradient.count) +
+                                      "; pass the tensor's own sizes");
+  // Matrix codecs see dims[0] x the rest (a vector n x 1, a scalar 1 x 1), as PyTorch's PowerSGD views a
+  // gradient.
+  const uint64_t rows = dims.empty() ? 1 : uint64_t(dims[0]);
+  t->shape = std::make_pair(rows, rows == 0 ? 0 : product / rows);
+}
+
 void Synchronizer::finalize() {
   if (finalized_) fail(GW_ERR_STATE, "gw_sync_finalize was already called");
   if (tensors_.empty()) fail(GW_ERR_STATE, "gw_sync_finalize: no tensor is registered; gw_sync_register them first");
@@ -187,7 +215,11 @@ void Synchronizer::finalize() {
     }
     set_codec(b, codec);
     b.tensors = list;
-    for (uint32_t i : list) b.count += tensors_[i].gradient.count;
+    for (uint32_t i : list) {
+      const TensorEntry& t = tensors_[i];
+      if (t.shape && t.gradient.count > 0) b.shapes.push_back(gw_tensor_shape{t.offset, t.shape->first, t.shape->second});
+      b.count += t.gradient.count;
+    }
     place(b);
     buckets_.push_back(std::move(b));
   }
@@ -398,7 +430,8 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
 }
 
 void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback* ef, float* x, Exchange& e,
-                                 std::optional<uint32_t> seq, std::shared_ptr<coll::TensorMemory> memory) {
+                                 std::optional<uint32_t> seq, std::shared_ptr<coll::TensorMemory> memory,
+                                 uint64_t buffer_tag) {
   const Bucket& b = buckets_[bucket];
   if (!compressed) {
     e.request = comm::start_allreduce_dense(comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, seq, &e.stats);
@@ -409,6 +442,8 @@ void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback
   a.ef = ef;
   a.ctx.seed = seed_ + bucket;
   a.ctx.step = b.exchanges;
+  a.ctx.buffer_id = buffer_tag | bucket;
+  a.shapes = b.shapes;
   a.buf = x;
   a.count = b.count;
   a.op = GW_REDUCE_AVG;

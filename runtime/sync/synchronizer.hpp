@@ -41,6 +41,8 @@ struct TensorEntry {
   std::string codec;
   uint32_t bucket = 0;
   uint64_t offset = 0;  // in the bucket, elements
+  // gw_sync_register_shape: the 2-D view rows x cols (dims[0] x the rest); none: a vector.
+  std::optional<std::pair<uint64_t, uint64_t>> shape;
 };
 
 // `*` matches any run of characters, `?` one character.
@@ -81,6 +83,7 @@ class Synchronizer {
   Synchronizer& operator=(const Synchronizer&) = delete;
 
   void register_tensor(const std::string& name, const gw_tensor& gradient, const gw_tensor* parameter);
+  void register_shape(const std::string& name, const std::vector<int64_t>& dims);
   void finalize();
 
   uint32_t bucket_count() const;
@@ -109,6 +112,7 @@ class Synchronizer {
     std::unique_ptr<ErrorFeedback> ef;
     std::vector<uint32_t> tensors;
     uint64_t count = 0;
+    std::vector<gw_tensor_shape> shapes;    // its tensors' 2-D views (those registered with a shape)
     std::vector<float> accumulator;         // accumulate schedule; empty until first used
     std::vector<float> velocity;            // [codec] momentum > 0: v = m v + g, what is exchanged
     // Compressed parameter averaging (sync_parameters through a codec, momentum.cpp): the parameters after
@@ -183,8 +187,12 @@ class Synchronizer {
   std::unique_ptr<Exchange> start_exchange(uint32_t bucket, bool accumulated, bool after_accumulate);
   // Starts the average over the ranks of `x` (bucket `bucket`'s elements) into e.request: through the
   // bucket's codec with error feedback `ef` when `compressed`, else dense; bytes booked into e.stats.
+  // `buffer_tag` is or-ed into the codec context's buffer_id (the bucket's index): parameter exchanges
+  // keep a codec's per-buffer state apart from the gradients' (kParameterBuffers).
   void start_average(uint32_t bucket, bool compressed, ErrorFeedback* ef, float* x, Exchange& e,
-                     std::optional<uint32_t> seq, std::shared_ptr<coll::TensorMemory> memory = nullptr);
+                     std::optional<uint32_t> seq, std::shared_ptr<coll::TensorMemory> memory = nullptr,
+                     uint64_t buffer_tag = 0);
+  static constexpr uint64_t kParameterBuffers = uint64_t{1} << 32;
   // The early exchange of this step, or a new one.
   std::unique_ptr<Exchange> early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate);
   void start_early(uint32_t bucket, bool accumulated);

@@ -206,3 +206,27 @@ TEST(BenchP6, QuickRunReportsEveryCodecWithItsCompressionRatio) {
   for (size_t at = 0; (at = r.output.find("\"compression_ratio\":", at)) != std::string::npos; ++at) ++lines;
   EXPECT_EQ(lines, 3u) << r.output;
 }
+
+// ---- powersgd: a codec of rounds (ABI 1.4) ------------------------------------------------------
+
+TEST(PowerSgd, EveryRankBitIdenticalAndRankOneSumsExact) {
+  expect_ok(2, GW_POWERSGD_RANK, "identical");
+  expect_ok(3, GW_POWERSGD_RANK, "identical");
+}
+TEST(PowerSgd, OneRank) { expect_ok(1, GW_POWERSGD_RANK, "identical"); }
+TEST(PowerSgd, AverageDividesOnce) { expect_ok(3, GW_POWERSGD_RANK, "avg"); }
+TEST(PowerSgd, Int8FactorsStayIdenticalAndClose) {
+  expect_ok(3, GW_POWERSGD_RANK, "int8");
+  expect_ok(2, GW_POWERSGD_RANK, "int8-noef");
+}
+TEST(PowerSgd, ErrorFeedbackSendsWhatWasDropped) {
+  expect_ok(2, GW_POWERSGD_RANK, "ef");
+  expect_ok(2, GW_POWERSGD_RANK, "no-ef");
+}
+TEST(PowerSgd, WarmStartAndResidualsCheckpoint) { expect_ok(2, GW_POWERSGD_RANK, "checkpoint"); }
+TEST(PowerSgd, SyncShapesReachTheCodecAndCheckpoint) { expect_ok(2, GW_POWERSGD_RANK, "sync"); }
+TEST(PowerSgd, BadInputIsRefusedOnEveryRank) {
+  expect_error(2, GW_POWERSGD_RANK, "bad-shape", "GW_ERR_INVALID_ARGUMENT", "does not fit in the buffer");
+  expect_error(2, GW_POWERSGD_RANK, "bad-product", "GW_ERR_INVALID_ARGUMENT", "holds 105 elements but the tensor has 100");
+  expect_error(2, GW_POWERSGD_RANK, "with-ef", "GW_ERR_UNSUPPORTED", "keeps its own error feedback");
+}

@@ -1,5 +1,6 @@
 // Plugin discovery and loading: each broken plugin gets an error naming the file and what is wrong.
 #include <filesystem>
+#include <vector>
 
 #include "gw_test.hpp"
 
@@ -105,6 +106,34 @@ TEST(Loader, MalformedDescriptor) {
   EXPECT_NE(o.error.find("malformed plugin descriptor: component 'malformed': required vtable member decode is NULL"),
             std::string::npos)
       << o.error;
+}
+
+TEST(Loader, CodecOfRoundsWithoutRoundIsRefused) {
+  Outcome o = load_case("rounds_without_round", "noround");
+  EXPECT_EQ(o.status, GW_ERR_PLUGIN);
+  EXPECT_NE(o.error.find("required vtable member round (round_plan is set) is NULL"), std::string::npos) << o.error;
+}
+
+TEST(Loader, CodecOfAbi13VtableLoadsAsOneExchange) {
+  // A plugin built before 1.4: its vtable's struct_size ends before round_plan. It loads, and its codec is
+  // an ordinary one (no GW_CODEC_ROUNDS), whatever bytes follow its vtable.
+  gwtest::Runtime r("", {kBad + "/old_vtable"});
+  gw_plugin_info info = find_candidate(r.rt, kBad + "/old_vtable");
+  ASSERT_EQ(info.status, GW_OK) << info.error;
+  gw_codec* codec = nullptr;
+  ASSERT_EQ(gw_codec_create(r.rt, "oldcodec", &codec), GW_OK) << gw_last_error();
+  gw_codec_properties p = GW_CODEC_PROPERTIES_INIT;
+  ASSERT_EQ(gw_codec_get_properties(codec, &p), GW_OK);
+  EXPECT_EQ(p.flags & GW_CODEC_ROUNDS, 0u);
+  EXPECT_EQ(p.flags & GW_CODEC_LOSSLESS, uint32_t(GW_CODEC_LOSSLESS));
+  uint64_t size = 1;
+  ASSERT_EQ(gw_codec_save_state(codec, nullptr, 0, &size), GW_OK);  // no state: an empty one
+  std::vector<unsigned char> blob(size);
+  ASSERT_EQ(gw_codec_save_state(codec, blob.data(), blob.size(), &size), GW_OK);
+  EXPECT_EQ(gw_codec_load_state(codec, blob.data(), blob.size()), GW_OK) << gw_last_error();
+  blob[blob.size() - 1] ^= 1;
+  EXPECT_EQ(gw_codec_load_state(codec, blob.data(), blob.size()), GW_ERR_CORRUPT);
+  gw_codec_destroy(codec);
 }
 
 TEST(Loader, ConfigKeyDefaultOfTheWrongType) {

@@ -173,6 +173,16 @@ GW_API gw_status gw_codec_encode(gw_codec* codec, const gw_codec_context* contex
 GW_API gw_status gw_codec_decode(gw_codec* codec, const gw_codec_context* context, const void* payload,
                                  uint64_t size, gw_tensor* out, uint32_t flags);
 
+/* The state a codec keeps between calls (PowerSGD's warm-started factors and residuals, per
+ * gw_codec_context.buffer_id), as a versioned blob with a checksum, for checkpoints: with buf NULL only
+ * sets *size; a capacity below it is GW_ERR_BUFFER_TOO_SMALL. A codec that keeps none writes an empty
+ * state. Since 1.4. thread: serialized. */
+GW_API gw_status gw_codec_save_state(gw_codec* codec, void* buf, uint64_t capacity, uint64_t* size);
+/* Replaces the codec's state by a blob gw_codec_save_state wrote (of a codec of the same name). A damaged
+ * or truncated blob is GW_ERR_CORRUPT, another codec's GW_ERR_MISMATCH; the state is then unchanged.
+ * Since 1.4. thread: serialized. */
+GW_API gw_status gw_codec_load_state(gw_codec* codec, const void* buf, uint64_t size);
+
 /* ------------------------------------------------------------------------------------------------
  * Error feedback: a service around any lossy codec. Each buffer (named by a caller-chosen id) keeps
  * the residual of its last encoding in host memory (f32) and adds it to the next input:
@@ -435,6 +445,12 @@ GW_API gw_status gw_sync_destroy(gw_sync* sync);
  * thread: comm. */
 GW_API gw_status gw_sync_register(gw_sync* sync, const char* name, const gw_tensor* gradient,
                                   const gw_tensor* parameter);
+/* Gives a registered tensor its shape, before gw_sync_finalize: `ndim` sizes whose product is its
+ * count (another product is GW_ERR_INVALID_ARGUMENT). Codecs that work on matrices (powersgd) see it as
+ * rows x columns: dims[0] x (dims[1] * ... * dims[ndim - 1]); a tensor without a shape, or of one
+ * dimension, is a vector (n x 1), which such codecs send as it is. Every rank must give the same shapes
+ * (gw_sync_finalize compares them). Since 1.4. thread: comm. */
+GW_API gw_status gw_sync_register_shape(gw_sync* sync, const char* name, uint32_t ndim, const int64_t* dims);
 /* Fuses the registered tensors into buckets (registration order; tensors of different codecs never
  * share one) and checks that every rank registered the same names, counts and dtypes in the same order:
  * GW_ERR_MISMATCH naming the first difference otherwise, on every rank. Collective.

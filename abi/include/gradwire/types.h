@@ -135,7 +135,11 @@ enum {
   GW_CODEC_SUMMABLE = 1u << 2,        /* encoded bodies can be reduced elementwise (fp16, bf16) */
   GW_CODEC_SHARED_INDICES = 1u << 3,  /* every rank selects the same coordinates (random-k) */
   GW_CODEC_CUDA = 1u << 4,            /* encode/decode accept GW_MEMORY_CUDA tensors */
-  GW_CODEC_STATEFUL = 1u << 5         /* output depends on gw_codec_context.step / seed */
+  GW_CODEC_STATEFUL = 1u << 5,        /* output depends on gw_codec_context.step / seed */
+  /* since 1.4. Reduced in rounds (the codec vtable's round_plan): set by the runtime, not by a plugin. Such
+   * a codec keeps its own error feedback (gw_allreduce_compressed_ef refuses it) and its own state
+   * (gw_codec_save_state). */
+  GW_CODEC_ROUNDS = 1u << 6
 };
 
 typedef struct gw_codec_properties {
@@ -147,6 +151,16 @@ typedef struct gw_codec_properties {
 
 #define GW_CODEC_PROPERTIES_INIT {(uint32_t)sizeof(gw_codec_properties), 0u, GW_DTYPE_F32, 0u}
 
+/* The 2-D view of one tensor inside a buffer handed to a codec: elements [offset, offset + rows * cols)
+ * of the buffer, row-major. A tensor of rank k >= 2 is viewed as dims[0] x (dims[1] * ... * dims[k-1]), a
+ * vector of n elements as n x 1, a scalar as 1 x 1 (gw_sync_register_shape). A fixed layout: it never
+ * grows. Since 1.4. */
+typedef struct gw_tensor_shape {
+  uint64_t offset;
+  uint64_t rows;
+  uint64_t cols;
+} gw_tensor_shape;
+
 /* Per-call context. */
 typedef struct gw_codec_context {
   uint32_t struct_size;
@@ -156,6 +170,14 @@ typedef struct gw_codec_context {
   uint32_t world_size;  /* for pre-division (fp16 overflow) */
   void* workspace;      /* scratch of the size workspace_size asked for, in the tensor's memory */
   uint64_t workspace_bytes;
+  /* since 1.4. Names the buffer across calls, the same on every rank (gw_sync: the bucket's index): a
+   * codec that keeps state between calls (PowerSGD's warm-started factors) keeps it under this id. */
+  uint64_t buffer_id;
+  /* since 1.4. The tensors inside the buffer, by increasing offset, non-overlapping; elements outside
+   * every shape are plain vectors. NULL (num_shapes 0): the buffer is one flat vector. Valid during
+   * the call. */
+  const gw_tensor_shape* shapes;
+  uint32_t num_shapes; /* since 1.4 */
 } gw_codec_context;
 
 /* gw_codec decode flags */
@@ -163,7 +185,7 @@ enum {
   GW_DECODE_ACCUMULATE = 1u << 0 /* out += decoded, instead of out = decoded */
 };
 
-#define GW_CODEC_CONTEXT_INIT {(uint32_t)sizeof(gw_codec_context), 0u, 0u, 0u, 1u, NULL, 0u}
+#define GW_CODEC_CONTEXT_INIT {(uint32_t)sizeof(gw_codec_context), 0u, 0u, 0u, 1u, NULL, 0u, 0u, NULL, 0u}
 
 GW_EXTERN_C_END
 

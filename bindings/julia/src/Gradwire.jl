@@ -177,7 +177,7 @@ function Base.close(c::Codec)
 end
 
 codec_context(seed, step) = gw_codec_context(UInt32(sizeof(gw_codec_context)), UInt64(seed), UInt64(step),
-                                             UInt32(0), UInt32(1), C_NULL, UInt64(0))
+                                             UInt32(0), UInt32(1), C_NULL, UInt64(0), UInt64(0), C_NULL, UInt32(0))
 
 """`encode(codec, x; seed=0, step=0)`: the payload (wire header included) as a `Vector{UInt8}`."""
 function encode(c::Codec, x::DenseArray{T}; seed=0, step=0) where {T<:Element}

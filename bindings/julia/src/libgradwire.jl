@@ -61,6 +61,7 @@ const GW_CODEC_SUMMABLE = UInt32(4)
 const GW_CODEC_SHARED_INDICES = UInt32(8)
 const GW_CODEC_CUDA = UInt32(16)
 const GW_CODEC_STATEFUL = UInt32(32)
+const GW_CODEC_ROUNDS = UInt32(64)
 const GW_DECODE_ACCUMULATE = UInt32(1)
 const GW_RUNTIME_NO_ENV_OVERRIDES = UInt32(1)
 const GW_RUNTIME_INSPECT_ONLY = UInt32(2)
@@ -103,6 +104,12 @@ struct gw_codec_properties
     dtypes::UInt32
 end
 
+struct gw_tensor_shape
+    offset::UInt64
+    rows::UInt64
+    cols::UInt64
+end
+
 struct gw_codec_context
     struct_size::UInt32
     seed::UInt64
@@ -111,6 +118,9 @@ struct gw_codec_context
     world_size::UInt32
     workspace::Ptr{Cvoid}
     workspace_bytes::UInt64
+    buffer_id::UInt64
+    shapes::Ptr{gw_tensor_shape}
+    num_shapes::UInt32
 end
 
 struct gw_runtime_options
@@ -253,6 +263,8 @@ gw_codec_get_properties(codec, properties) = @ccall libgradwire.gw_codec_get_pro
 gw_codec_max_encoded_size(codec, dtype, count, bytes) = @ccall libgradwire.gw_codec_max_encoded_size(codec::Ptr{gw_codec}, dtype::gw_dtype, count::UInt64, bytes::Ptr{UInt64})::gw_status
 gw_codec_encode(codec, context, input, payload, capacity, size) = @ccall libgradwire.gw_codec_encode(codec::Ptr{gw_codec}, context::Ptr{gw_codec_context}, in::Ptr{gw_tensor}, payload::Ptr{Cvoid}, capacity::UInt64, size::Ptr{UInt64})::gw_status
 gw_codec_decode(codec, context, payload, size, out, flags) = @ccall libgradwire.gw_codec_decode(codec::Ptr{gw_codec}, context::Ptr{gw_codec_context}, payload::Ptr{Cvoid}, size::UInt64, out::Ptr{gw_tensor}, flags::UInt32)::gw_status
+gw_codec_save_state(codec, buf, capacity, size) = @ccall libgradwire.gw_codec_save_state(codec::Ptr{gw_codec}, buf::Ptr{Cvoid}, capacity::UInt64, size::Ptr{UInt64})::gw_status
+gw_codec_load_state(codec, buf, size) = @ccall libgradwire.gw_codec_load_state(codec::Ptr{gw_codec}, buf::Ptr{Cvoid}, size::UInt64)::gw_status
 gw_error_feedback_create(codec, ef) = @ccall libgradwire.gw_error_feedback_create(codec::Ptr{gw_codec}, ef::Ptr{Ptr{gw_error_feedback}})::gw_status
 gw_error_feedback_destroy(ef) = @ccall libgradwire.gw_error_feedback_destroy(ef::Ptr{gw_error_feedback})::gw_status
 gw_error_feedback_encode(ef, buffer_id, context, input, payload, capacity, size) = @ccall libgradwire.gw_error_feedback_encode(ef::Ptr{gw_error_feedback}, buffer_id::UInt64, context::Ptr{gw_codec_context}, in::Ptr{gw_tensor}, payload::Ptr{Cvoid}, capacity::UInt64, size::Ptr{UInt64})::gw_status
@@ -299,6 +311,7 @@ gw_allgather_compressed_ef(comm, ef, context, input, out) = @ccall libgradwire.g
 gw_sync_create(comm, options, sync) = @ccall libgradwire.gw_sync_create(comm::Ptr{gw_comm}, options::Ptr{gw_sync_options}, sync::Ptr{Ptr{gw_sync}})::gw_status
 gw_sync_destroy(sync) = @ccall libgradwire.gw_sync_destroy(sync::Ptr{gw_sync})::gw_status
 gw_sync_register(sync, name, gradient, parameter) = @ccall libgradwire.gw_sync_register(sync::Ptr{gw_sync}, name::Cstring, gradient::Ptr{gw_tensor}, parameter::Ptr{gw_tensor})::gw_status
+gw_sync_register_shape(sync, name, ndim, dims) = @ccall libgradwire.gw_sync_register_shape(sync::Ptr{gw_sync}, name::Cstring, ndim::UInt32, dims::Ptr{Int64})::gw_status
 gw_sync_finalize(sync) = @ccall libgradwire.gw_sync_finalize(sync::Ptr{gw_sync})::gw_status
 gw_sync_bucket_count(sync, count) = @ccall libgradwire.gw_sync_bucket_count(sync::Ptr{gw_sync}, count::Ptr{UInt32})::gw_status
 gw_sync_get_bucket_info(sync, bucket, info) = @ccall libgradwire.gw_sync_get_bucket_info(sync::Ptr{gw_sync}, bucket::UInt32, info::Ptr{gw_sync_bucket_info})::gw_status

@@ -10,6 +10,9 @@ learning rate, the global batch split evenly over the ranks), once per configura
   torch-powersgd powerSGD_hook (rank 4)                 gw-int8        gradwire hook, int8
                                                         gw-topk-ef     gradwire hook, top-k 1 % + error feedback
                                                         gw-onebit-ef   gradwire hook, one bit + error feedback
+                                                        gw-powersgd    gradwire hook, powersgd (the same rank
+                                                                       and start as torch-powersgd)
+                                                        gw-powersgd-int8  the same, P and Q as int8
 
 Prints JSON lines: "compute" (the step without any communication: the same model, no DDP, on every rank at
 once; before and after the configurations), "eval" per evaluation and "result" per configuration (time to
@@ -48,6 +51,9 @@ CONFIGS = {
     "gw-int8": dict(codec="int8"),
     "gw-topk-ef": dict(codec="topk", error_feedback=True, ratio=0.01),
     "gw-onebit-ef": dict(codec="onebit", error_feedback=True),
+    # The rank and start step come from --powersgd-rank and --powersgd-start, as torch-powersgd's (run()).
+    "gw-powersgd": dict(codec="powersgd", error_feedback=False),
+    "gw-powersgd-int8": dict(codec="powersgd", error_feedback=False, factor_format="int8"),
 }
 
 
@@ -106,7 +112,10 @@ def run(args, name, split, rank, world, norm, sizes, link):
                                          start_powerSGD_iter=args.powersgd_start, random_seed=args.seed)
         ddp.register_comm_hook(ps, powerSGD_hook.powerSGD_hook)
     elif name.startswith("gw-"):
-        state = gwt.HookState(model=model, timeout=args.timeout, **CONFIGS[name])
+        options = dict(CONFIGS[name])
+        if options["codec"] == "powersgd":
+            options.update(rank=args.powersgd_rank, start_step=args.powersgd_start)
+        state = gwt.HookState(model=model, timeout=args.timeout, **options)
         ddp.register_comm_hook(state, gwt.hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum)
     loss_fn = torch.nn.CrossEntropyLoss()

@@ -407,8 +407,16 @@ def _s(b):
 
 # ---- codecs -------------------------------------------------------------------------------------------
 
-def _context(seed=0, step=0, rank=0, world_size=1):
-    return _lib.gw_codec_context(seed=seed, step=step, rank=rank, world_size=world_size)
+def _context(seed=0, step=0, rank=0, world_size=1, buffer_id=0, shapes=None):
+    """A gw_codec_context; `shapes` (since ABI 1.4): [(offset, rows, cols)] of the tensors in the buffer. The
+    array is kept on the context object (the C side copies it when the call starts)."""
+    ctx = _lib.gw_codec_context(seed=seed, step=step, rank=rank, world_size=world_size, buffer_id=buffer_id)
+    if shapes:
+        arr = (_lib.gw_tensor_shape * len(shapes))(*[_lib.gw_tensor_shape(int(o), int(r), int(c)) for o, r, c in shapes])
+        ctx.shapes = ctypes.cast(arr, ctypes.c_void_p)
+        ctx.num_shapes = len(shapes)
+        ctx._shapes = arr
+    return ctx
 
 
 class Codec(_Handle):
@@ -436,7 +444,8 @@ class Codec(_Handle):
         _check(lib().gw_codec_get_properties(self.handle, ctypes.byref(p)))
         names = {_lib.GW_CODEC_LOSSLESS: "lossless", _lib.GW_CODEC_SPARSE: "sparse", _lib.GW_CODEC_SUMMABLE: "summable",
                  _lib.GW_CODEC_SHARED_INDICES: "shared_indices", _lib.GW_CODEC_CUDA: "cuda",
-                 _lib.GW_CODEC_STATEFUL: "stateful"}
+                 _lib.GW_CODEC_STATEFUL: "stateful",
+                 _lib.GW_CODEC_ROUNDS: "rounds"}
         return {"flags": {n for bit, n in names.items() if p.flags & bit},
                 "sum_dtype": _DTYPE_NAMES.get(p.sum_dtype, "?"),
                 "dtypes": {n for n, v in DTYPES.items() if p.dtypes & (1 << v)}}
@@ -473,6 +482,21 @@ class Codec(_Handle):
             _check(lib().gw_codec_decode(self.handle, ctypes.byref(ctx), p.tensor.data, p.nbytes, _ref(o),
                                          _lib.GW_DECODE_ACCUMULATE if accumulate else 0))
         return out
+
+
+    def save_state(self):
+        """The state the codec keeps between calls (powersgd's warm starts and residuals) as bytes."""
+        n = ctypes.c_uint64()
+        with self._lock:
+            _check(lib().gw_codec_save_state(self.handle, None, 0, ctypes.byref(n)))
+            buf = ctypes.create_string_buffer(max(1, n.value))
+            _check(lib().gw_codec_save_state(self.handle, ctypes.cast(buf, ctypes.c_void_p), n.value, ctypes.byref(n)))
+        return buf.raw[:n.value]
+
+    def load_state(self, blob):
+        b = bytes(blob)
+        with self._lock:
+            _check(lib().gw_codec_load_state(self.handle, b, len(b)))
 
 
 class ErrorFeedback(_Handle):
@@ -780,15 +804,17 @@ class Comm(_Handle):
         b = _device_buffer(buf, "buf", writable=True)
         return self._run(True, False, lib().gw_recv_start, (_ref(b), peer, tag), b)
 
-    def allreduce_compressed(self, codec, inp, out=None, op="avg", *, seed=0, step=0):
+    def allreduce_compressed(self, codec, inp, out=None, op="avg", *, seed=0, step=0, buffer_id=0, shapes=None):
         """out = in averaged (or summed) over all ranks through `codec`'s payloads; f32; in place when out is
         None. Every rank passes the same codec, seed and step. `codec` may be an ErrorFeedback: its codec is
         used and its residuals are applied to every encoding inside the collective
-        (gw_allreduce_compressed_ef); use one per tensor, with the same count every call."""
-        return self._compressed(False, codec, inp, out, op, seed, step)
+        (gw_allreduce_compressed_ef); use one per tensor, with the same count every call. `buffer_id` and
+        `shapes` ([(offset, rows, cols)] of the tensors inside `inp`) reach codecs that work on matrices
+        (powersgd), which keep their state per buffer_id."""
+        return self._compressed(False, codec, inp, out, op, seed, step, buffer_id=buffer_id, shapes=shapes)
 
-    def allreduce_compressed_start(self, codec, inp, out=None, op="avg", *, seed=0, step=0):
-        return self._compressed(True, codec, inp, out, op, seed, step)
+    def allreduce_compressed_start(self, codec, inp, out=None, op="avg", *, seed=0, step=0, buffer_id=0, shapes=None):
+        return self._compressed(True, codec, inp, out, op, seed, step, buffer_id=buffer_id, shapes=shapes)
 
     def reduce_scatter_compressed(self, codec, inp, out, op="avg", *, seed=0, step=0):
         """out = this rank's shard of in (world_size equal shards) averaged (or summed) over all ranks through
@@ -809,9 +835,10 @@ class Comm(_Handle):
     def allgather_compressed_start(self, codec, inp, out, *, seed=0, step=0):
         return self._compressed(True, codec, inp, out, None, seed, step, "gw_allgather_compressed")
 
-    def _compressed(self, start, codec, inp, out, op, seed, step, name="gw_allreduce_compressed"):
+    def _compressed(self, start, codec, inp, out, op, seed, step, name="gw_allreduce_compressed", buffer_id=0,
+                    shapes=None):
         i, o = self._inout(inp, out)
-        ctx = _context(seed, step)
+        ctx = _context(seed, step, buffer_id=buffer_id, shapes=shapes)
         ef = isinstance(codec, ErrorFeedback)
         fn = getattr(lib(), name + ("_ef" if ef else "") + ("_start" if start else ""))
         args = (codec.handle, ctypes.byref(ctx), _ref(i), _ref(o)) + (() if op is None else (_op(op),))
@@ -851,6 +878,12 @@ class Sync(_Handle):
                                                           dtype="f32")
         _check(lib().gw_sync_register(self.handle, name.encode(), _ref(g), _ref(p)))
         self._tensors.append((g, p))
+
+    def register_shape(self, name, dims):
+        """Gives a registered tensor its shape (the product of `dims` is its count), before finalize: codecs
+        that work on matrices (powersgd) see it as dims[0] x the rest."""
+        arr = (ctypes.c_int64 * max(1, len(dims)))(*[int(d) for d in dims])
+        _check(lib().gw_sync_register_shape(self.handle, name.encode(), len(dims), arr))
 
     def finalize(self):
         _check(lib().gw_sync_finalize(self.handle))

@@ -47,6 +47,7 @@ GW_CODEC_SUMMABLE = 1 << 2
 GW_CODEC_SHARED_INDICES = 1 << 3
 GW_CODEC_CUDA = 1 << 4
 GW_CODEC_STATEFUL = 1 << 5
+GW_CODEC_ROUNDS = 1 << 6
 
 GW_DECODE_ACCUMULATE = 1 << 0
 
@@ -85,9 +86,14 @@ class gw_codec_properties(_Struct):
     _fields_ = [("struct_size", c_u32), ("flags", c_u32), ("sum_dtype", c_enum), ("dtypes", c_u32)]
 
 
+class gw_tensor_shape(ctypes.Structure):
+    _fields_ = [("offset", c_u64), ("rows", c_u64), ("cols", c_u64)]
+
+
 class gw_codec_context(_Struct):
     _fields_ = [("struct_size", c_u32), ("seed", c_u64), ("step", c_u64), ("rank", c_u32), ("world_size", c_u32),
-                ("workspace", c_vp), ("workspace_bytes", c_u64)]
+                ("workspace", c_vp), ("workspace_bytes", c_u64), ("buffer_id", c_u64), ("shapes", c_vp),
+                ("num_shapes", c_u32)]
 
     def __init__(self, **kw):
         kw.setdefault("world_size", 1)
@@ -209,6 +215,8 @@ FUNCTIONS = {
     "gw_codec_max_encoded_size": (c_status, [H, c_enum, c_u64, P(c_u64)]),
     "gw_codec_encode": (c_status, [H, CTX, T, c_vp, c_u64, P(c_u64)]),
     "gw_codec_decode": (c_status, [H, CTX, c_vp, c_u64, T, c_u32]),
+    "gw_codec_save_state": (c_status, [H, c_vp, c_u64, P(c_u64)]),
+    "gw_codec_load_state": (c_status, [H, c_vp, c_u64]),
     "gw_error_feedback_create": (c_status, [H, P(H)]),
     "gw_error_feedback_destroy": (c_status, [H]),
     "gw_error_feedback_encode": (c_status, [H, c_u64, CTX, T, c_vp, c_u64, P(c_u64)]),
@@ -255,6 +263,7 @@ FUNCTIONS = {
     "gw_sync_create": (c_status, [H, P(gw_sync_options), P(H)]),
     "gw_sync_destroy": (c_status, [H]),
     "gw_sync_register": (c_status, [H, c_str, T, T]),
+    "gw_sync_register_shape": (c_status, [H, c_str, c_u32, P(c_i64)]),
     "gw_sync_finalize": (c_status, [H]),
     "gw_sync_bucket_count": (c_status, [H, P(c_u32)]),
     "gw_sync_get_bucket_info": (c_status, [H, c_u32, P(gw_sync_bucket_info)]),

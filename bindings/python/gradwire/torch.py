@@ -188,6 +188,7 @@ class _Run:
         self.key, self.codec_name, self.offset, self.count = key, codec_name, offset, count
         self.codec = None       # the collective's codec (gradwire.Codec)
         self.ef = None          # gradwire.ErrorFeedback, or None
+        self.rounds = False     # a codec of rounds (powersgd): its state is saved with the run
         self.step = 0
 
 
@@ -234,6 +235,8 @@ def _load_step_and_residual(entry, saved):
     """A saved collective's step counter and error-feedback residual into its live counterpart (the caller
     has checked that codec and count agree); a saved state without a residual resets it."""
     entry.step = saved["step"]
+    if getattr(entry, "rounds", False) and saved.get("codec_state"):
+        entry.codec.load_state(saved["codec_state"])
     if entry.ef is not None:
         if saved.get("ef"):
             entry.ef.load(saved["ef"])
@@ -347,6 +350,9 @@ class HookState:
         return self.codec_name
 
     def _layout(self, bucket):
+        """The bucket's runs (codec, offset, count, shapes): shapes are the 2-D views (offset in the run,
+        dims[0], the rest) of its parameters of two dimensions or more, for codecs that work on matrices
+        (powersgd); the others ignore them."""
         runs = []
         offset = 0
         for p in bucket.parameters():
@@ -355,9 +361,11 @@ class HookState:
             if runs and runs[-1][0] == c:
                 runs[-1][2] += n
             else:
-                runs.append([c, offset, n])
+                runs.append([c, offset, n, []])
+            if p.dim() >= 2 and n > 0:
+                runs[-1][3].append((offset - runs[-1][1], p.shape[0], n // p.shape[0]))
             offset += n
-        return [tuple(r) for r in runs], offset
+        return [(c, o, n, tuple(s)) for c, o, n, s in runs], offset
 
     def submit(self, bucket):
         buf = bucket.buffer()
@@ -389,7 +397,7 @@ class HookState:
                     f"bucket_cap_mb, large enough for the largest parameter")
             layout, total = self._layout(bucket)
             if total != buf.numel():  # parameters not known (e.g. a buffer DDP built otherwise): one run
-                layout = [(self.codec_name, 0, buf.numel())]
+                layout = [(self.codec_name, 0, buf.numel(), ())]
         except _core.Error as e:
             # This rank will not run this bucket's collective while the others may: the communicator is
             # failed on every rank, and the others raise with this message (_fail_here).
@@ -522,14 +530,17 @@ class HookState:
                 self._close_run(run)  # DDP rebuilt its buckets: this bucket's layout changed
             run = _Run(key, codec_name, offset, count)
             run.codec = Codec(self.runtime, codec_name)
-            lossless = "lossless" in run.codec.properties()["flags"]
-            if self.error_feedback and not lossless:
+            flags = run.codec.properties()["flags"]
+            run.rounds = "rounds" in flags  # powersgd: its own error feedback and state
+            if self.error_feedback and "lossless" not in flags and not run.rounds:
                 run.ef = ErrorFeedback(run.codec)
             pending = (self._pending_load or {}).get(key)
             if pending is not None and pending["codec"] == codec_name and pending["count"] == count:
                 run.step = pending["step"]
                 if run.ef is not None and pending.get("ef"):
                     run.ef.load(pending["ef"])
+                if run.rounds and pending.get("codec_state"):
+                    run.codec.load_state(pending["codec_state"])
                 del self._pending_load[key]
             self._runs[key] = run
         return run
@@ -546,14 +557,16 @@ class HookState:
     def _start_runs(self, comm, inflight, index, buf, layout, fut):
         reqs = []
         try:
-            for i, (codec_name, offset, count) in enumerate(layout):
+            for i, (codec_name, offset, count, shapes) in enumerate(layout):
                 run = self._run_of(index, i, codec_name, offset, count)
                 x = buf[offset:offset + count]
                 seed = self.seed + index * 1009 + i
                 # With error feedback, every encoding inside the collective adds its residual (this rank's
-                # values and, for int8 and one bit, the sum it encodes as the owner of a block).
+                # values and, for int8 and one bit, the sum it encodes as the owner of a block). The shapes
+                # and the run's buffer id reach codecs of rounds (powersgd), which keep their state per id.
                 reqs.append(comm.allreduce_compressed_start(run.ef if run.ef is not None else run.codec, x, op="avg",
-                                                            seed=seed, step=run.step))
+                                                            seed=seed, step=run.step, buffer_id=(index << 16) | i,
+                                                            shapes=shapes))
                 run.step += 1
                 self.bytes_sent += count * 4
             self.buckets += 1
@@ -604,7 +617,8 @@ class HookState:
             runs = {}
             for (index, i), run in self._runs.items():
                 runs[f"{index}.{i}"] = {"codec": run.codec_name, "count": run.count, "step": run.step,
-                                        "ef": run.ef.save() if run.ef is not None else b""}
+                                        "ef": run.ef.save() if run.ef is not None else b"",
+                                        "codec_state": run.codec.save_state() if run.rounds else b""}
             return {"version": STATE_VERSION, "codec": self.codec_name, "error_feedback": self.error_feedback,
                     "world_size": self.world_size, "runs": runs}
         return self._call(collect)

@@ -49,6 +49,10 @@ void CommExchange::attach(std::span<float> parameters, std::span<float> gradient
     const gw_tensor g = f32(gradients.data() + t.offset, t.count());
     const gw_tensor p = f32(parameters.data() + t.offset, t.count());
     check(gw_sync_register(sync_, t.name.c_str(), &g, &p), "gw_sync_register " + t.name);
+    if (t.cols > 1) {  // weight matrices: their shape, for codecs that work on matrices (powersgd)
+      const int64_t dims[2] = {int64_t(t.rows), int64_t(t.cols)};
+      check(gw_sync_register_shape(sync_, t.name.c_str(), 2, dims), "gw_sync_register_shape " + t.name);
+    }
   }
   check(gw_sync_finalize(sync_), "gw_sync_finalize");
   gradient_bytes_ = gradients.size_bytes();

@@ -32,6 +32,10 @@ const std::vector<Configuration>& configurations() {
      "[codec]\nname = \"int8\"\nerror_feedback = false\n[schedule]\nname = \"every_step\"\n"},
     {"int8-ef", "gradients as int8 with one scale per block of 256, with error feedback",
      "[codec]\nname = \"int8\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n"},
+    {"powersgd", "PowerSGD rank 4: each weight matrix as P Q^T with warm start and the codec's own error "
+                 "feedback, biases exact (as PyTorch's PowerSGD hook)",
+     "[codec]\nname = \"powersgd\"\nerror_feedback = false\n[codec.powersgd]\nrank = 4\n[schedule]\n"
+     "name = \"every_step\"\n"},
     {"topk-ef", "top-k 1 % of the gradient with error feedback",
      "[codec]\nname = \"topk\"\nerror_feedback = true\n[codec.topk]\nratio = 0.01\n[schedule]\nname = \"every_step\"\n"},
     {"onebit-ef", "one bit per element (sign, scale per block) with error feedback, compressed after momentum; "

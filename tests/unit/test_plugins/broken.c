@@ -35,8 +35,21 @@ static gw_status decode(void* codec, const gw_codec_context* ctx, const void* bo
   return GW_OK;
 }
 
+static gw_status round_plan(void* codec, const gw_codec_context* ctx, uint64_t count, gw_codec_round_plan* plan) {
+  (void)codec; (void)ctx;
+  plan->rounds = 1;
+  plan->elements[0] = count;
+  return GW_OK;
+}
+
 #if BROKEN_KIND == 4 /* malformed: a required vtable member is NULL */
 static const gw_codec_vtable vtable = {sizeof(gw_codec_vtable), create, destroy, properties, max_size, encode, NULL, NULL};
+#elif BROKEN_KIND == 6 /* since 1.4: round_plan without round */
+static const gw_codec_vtable vtable = {sizeof(gw_codec_vtable), create, destroy, properties, max_size, encode, decode,
+                                       NULL, round_plan, NULL, NULL, NULL};
+#elif BROKEN_KIND == 7 /* valid: a codec of ABI 1.3, whose vtable ends before the rounds (an old plugin) */
+static const gw_codec_vtable vtable = {(uint32_t)offsetof(gw_codec_vtable, round_plan), create, destroy, properties,
+                                       max_size, encode, decode, NULL, NULL, NULL, NULL, NULL};
 #else
 static const gw_codec_vtable vtable = {sizeof(gw_codec_vtable), create, destroy, properties, max_size, encode, decode, NULL};
 #endif
@@ -66,6 +79,8 @@ static const gw_plugin_descriptor descriptor = {
 /* Keeps every helper referenced whichever fault is compiled. */
 GW_PLUGIN_EXPORT gw_status (*const gw_test_decode)(void*, const gw_codec_context*, const void*, uint64_t, gw_tensor*,
                                                   uint32_t) = decode;
+GW_PLUGIN_EXPORT gw_status (*const gw_test_round_plan)(void*, const gw_codec_context*, uint64_t,
+                                                      gw_codec_round_plan*) = round_plan;
 
 #if BROKEN_KIND == 1 /* exports no entry symbol */
 GW_PLUGIN_EXPORT int not_the_entry(void) { return descriptor.num_components == 1; }

@@ -2,6 +2,8 @@
 trains a small MLP for a few steps with gradwire's hook and checks that every rank holds the same parameters.
 
   ddp.py --codec int8 --error-feedback --steps 6      the hook; parameters identical across ranks
+  ddp.py --codec powersgd --compare --expect-compressed  powersgd gets each parameter's shape: the average
+                                                      differs from DDP's (the matrices are compressed)
   ddp.py --codec none --compare                       also trains a copy with DDP's own allreduce and checks
                                                       that the hook averaged the same (within fp32 rounding)
   ddp.py --die-rank 2 --die-step 3                    that rank exits mid-training; the others must raise a
@@ -74,6 +76,8 @@ def main():
     p.add_argument("--error-feedback", action="store_true")
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--compare", action="store_true")
+    p.add_argument("--expect-compressed", action="store_true",
+                   help="with --compare: the result must differ from DDP's allreduce (powersgd saw the shapes)")
     p.add_argument("--die-rank", type=int, default=-1)
     p.add_argument("--die-step", type=int, default=3)
     p.add_argument("--bucket-cap-mb", type=float, default=0.1)
@@ -102,7 +106,7 @@ def main():
         ref = torch.nn.parallel.DistributedDataParallel(ref_model, bucket_cap_mb=args.bucket_cap_mb, **ddp_kw)
         ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
     restore = refuse_cpu_collectives() if args.refuse_cpu_collectives else (lambda: None)
-    opts = {"ratio": 0.05} if args.codec == "topk" else {}
+    opts = {"ratio": 0.05} if args.codec == "topk" else {"rank": 2} if args.codec == "powersgd" else {}
     state = gwt.HookState(codec=args.codec, error_feedback=args.error_feedback, model=model, timeout=args.timeout,
                           bucket_cap_mb=25, process_group=ddp_kw.get("process_group"), **opts)
     ddp.register_comm_hook(state, gwt.hook)
@@ -138,7 +142,7 @@ def main():
     if args.compare:
         diff = (flat(ref_model) - mine).abs().max().item()
         print(f"rank {rank} max difference to DDP's own allreduce: {diff:.3g}", flush=True)
-        ok = ok and diff < 1e-4
+        ok = ok and (diff > 1e-4 if args.expect_compressed else diff < 1e-4)
     sd = state.state_dict()
     state.load_state_dict(sd)
     runs = sd["runs"]
@@ -147,6 +151,10 @@ def main():
           f"buckets {state.buckets}", flush=True)
     if args.error_feedback and args.codec != "none":
         ok = ok and has_ef
+    if args.codec == "powersgd":  # its warm starts and residuals travel in the hook's state
+        has_state = any(r.get("codec_state") for r in runs.values())
+        print(f"rank {rank} codec state saved: {has_state}", flush=True)
+        ok = ok and has_state
     if args.save and rank == 0:
         torch.save(mine.cpu(), args.save)
     state.close()

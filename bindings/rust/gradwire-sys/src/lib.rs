@@ -104,6 +104,8 @@ pub const GW_CODEC_SUMMABLE: u32 = 1 << 2;
 pub const GW_CODEC_SHARED_INDICES: u32 = 1 << 3;
 pub const GW_CODEC_CUDA: u32 = 1 << 4;
 pub const GW_CODEC_STATEFUL: u32 = 1 << 5;
+/// Since 1.4.
+pub const GW_CODEC_ROUNDS: u32 = 1 << 6;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +138,21 @@ pub struct gw_codec_context {
     pub world_size: u32,
     pub workspace: *mut c_void,
     pub workspace_bytes: u64,
+    /// Since 1.4.
+    pub buffer_id: u64,
+    /// Since 1.4.
+    pub shapes: *const gw_tensor_shape,
+    /// Since 1.4.
+    pub num_shapes: u32,
+}
+
+/// The 2-D view of one tensor inside a buffer handed to a codec (since 1.4; a fixed layout).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct gw_tensor_shape {
+    pub offset: u64,
+    pub rows: u64,
+    pub cols: u64,
 }
 
 impl Default for gw_codec_context {
@@ -149,6 +166,9 @@ impl Default for gw_codec_context {
             world_size: 1,
             workspace: std::ptr::null_mut(),
             workspace_bytes: 0,
+            buffer_id: 0,
+            shapes: std::ptr::null(),
+            num_shapes: 0,
         }
     }
 }
@@ -441,6 +461,10 @@ extern "C" {
         out: *mut gw_tensor,
         flags: u32,
     ) -> gw_status;
+    /// Since 1.4.
+    pub fn gw_codec_save_state(codec: *mut gw_codec, buf: *mut c_void, capacity: u64, size: *mut u64) -> gw_status;
+    /// Since 1.4.
+    pub fn gw_codec_load_state(codec: *mut gw_codec, buf: *const c_void, size: u64) -> gw_status;
 
     // Error feedback
     pub fn gw_error_feedback_create(codec: *mut gw_codec, ef: *mut *mut gw_error_feedback) -> gw_status;
@@ -631,6 +655,8 @@ extern "C" {
         gradient: *const gw_tensor,
         parameter: *const gw_tensor,
     ) -> gw_status;
+    /// Since 1.4.
+    pub fn gw_sync_register_shape(sync: *mut gw_sync, name: *const c_char, ndim: u32, dims: *const i64) -> gw_status;
     pub fn gw_sync_finalize(sync: *mut gw_sync) -> gw_status;
     pub fn gw_sync_bucket_count(sync: *mut gw_sync, count: *mut u32) -> gw_status;
     pub fn gw_sync_get_bucket_info(sync: *mut gw_sync, bucket: u32, info: *mut gw_sync_bucket_info) -> gw_status;

@@ -35,7 +35,9 @@ fn rust_side() -> BTreeSet<String> {
     let mut o = BTreeSet::new();
     fields!(o, gw_tensor, struct_size, memory, dtype, device, data, count, stream);
     fields!(o, gw_codec_properties, struct_size, flags, sum_dtype, dtypes);
-    fields!(o, gw_codec_context, struct_size, seed, step, rank, world_size, workspace, workspace_bytes);
+    fields!(o, gw_codec_context, struct_size, seed, step, rank, world_size, workspace, workspace_bytes, buffer_id,
+            shapes, num_shapes);
+    fields!(o, gw_tensor_shape, offset, rows, cols);
     fields!(o, gw_runtime_options, struct_size, config_path, config_text, plugin_paths, num_plugin_paths, log,
             log_user, log_level, flags);
     fields!(o, gw_plugin_info, struct_size, path, status, error, name, version, description, abi_major, abi_minor,
@@ -60,7 +62,7 @@ fn rust_side() -> BTreeSet<String> {
             GW_DTYPE_BF16, GW_DTYPE_I32, GW_DTYPE_I64, GW_DTYPE_U8, GW_MEMORY_HOST, GW_MEMORY_CUDA, GW_REDUCE_SUM,
             GW_REDUCE_AVG, GW_REDUCE_MIN, GW_REDUCE_MAX, GW_LOG_ERROR, GW_LOG_WARN, GW_LOG_INFO, GW_LOG_DEBUG,
             GW_LOG_TRACE, GW_CONFIG_FORMAT_TOML, GW_CONFIG_FORMAT_REFERENCE, GW_CODEC_LOSSLESS, GW_CODEC_SPARSE,
-            GW_CODEC_SUMMABLE, GW_CODEC_SHARED_INDICES, GW_CODEC_CUDA, GW_CODEC_STATEFUL, GW_DECODE_ACCUMULATE,
+            GW_CODEC_SUMMABLE, GW_CODEC_SHARED_INDICES, GW_CODEC_CUDA, GW_CODEC_STATEFUL, GW_CODEC_ROUNDS, GW_DECODE_ACCUMULATE,
             GW_RUNTIME_NO_ENV_OVERRIDES, GW_RUNTIME_INSPECT_ONLY, GW_SYNC_ALL_BUCKETS, GW_SYNC_APPLY,
             GW_SYNC_GRADIENTS_AVERAGED, GW_SYNC_PARAMETERS_AVERAGED, GW_SYNC_OUTER_STEP);
     o

@@ -16,7 +16,9 @@ int main(void) {
   F(gw_codec_properties, sum_dtype); F(gw_codec_properties, dtypes);
   S(gw_codec_context); F(gw_codec_context, struct_size); F(gw_codec_context, seed); F(gw_codec_context, step);
   F(gw_codec_context, rank); F(gw_codec_context, world_size); F(gw_codec_context, workspace);
-  F(gw_codec_context, workspace_bytes);
+  F(gw_codec_context, workspace_bytes); F(gw_codec_context, buffer_id); F(gw_codec_context, shapes);
+  F(gw_codec_context, num_shapes);
+  S(gw_tensor_shape); F(gw_tensor_shape, offset); F(gw_tensor_shape, rows); F(gw_tensor_shape, cols);
   S(gw_runtime_options); F(gw_runtime_options, struct_size); F(gw_runtime_options, config_path);
   F(gw_runtime_options, config_text); F(gw_runtime_options, plugin_paths); F(gw_runtime_options, num_plugin_paths);
   F(gw_runtime_options, log); F(gw_runtime_options, log_user); F(gw_runtime_options, log_level);
@@ -51,7 +53,7 @@ int main(void) {
   C(GW_LOG_ERROR); C(GW_LOG_WARN); C(GW_LOG_INFO); C(GW_LOG_DEBUG); C(GW_LOG_TRACE);
   C(GW_CONFIG_FORMAT_TOML); C(GW_CONFIG_FORMAT_REFERENCE);
   C(GW_CODEC_LOSSLESS); C(GW_CODEC_SPARSE); C(GW_CODEC_SUMMABLE); C(GW_CODEC_SHARED_INDICES); C(GW_CODEC_CUDA);
-  C(GW_CODEC_STATEFUL); C(GW_DECODE_ACCUMULATE);
+  C(GW_CODEC_STATEFUL); C(GW_CODEC_ROUNDS); C(GW_DECODE_ACCUMULATE);
   C(GW_RUNTIME_NO_ENV_OVERRIDES); C(GW_RUNTIME_INSPECT_ONLY);
   C(GW_SYNC_ALL_BUCKETS); C(GW_SYNC_APPLY); C(GW_SYNC_GRADIENTS_AVERAGED); C(GW_SYNC_PARAMETERS_AVERAGED);
   C(GW_SYNC_OUTER_STEP);

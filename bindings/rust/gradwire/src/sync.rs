@@ -102,6 +102,14 @@ impl<'a> Sync<'a> {
         Ok(TensorId(self.tensors.len() - 1))
     }
 
+    /// Gives a registered tensor its shape (the product of `dims` is its count), before `finalize`: codecs
+    /// that work on matrices (powersgd) see it as `dims[0]` x the rest. Since ABI 1.4.
+    pub fn register_shape(&mut self, name: &str, dims: &[i64]) -> Result<()> {
+        let n = c_string("tensor name", name)?;
+        // SAFETY: valid handle; `dims` is read during the call.
+        check(unsafe { sys::gw_sync_register_shape(self.raw, n.as_ptr(), dims.len() as u32, dims.as_ptr()) })
+    }
+
     /// Fuses the tensors into buckets and checks that every rank registered the same ones. Collective.
     pub fn finalize(&mut self) -> Result<()> {
         // SAFETY: valid handle.

@@ -41,7 +41,9 @@ int main(void) {
   printf("\ngw_config_key %zu", sizeof(gw_config_key)); O(gw_config_key, struct_size); O(gw_config_key, name);
   O(gw_config_key, type); O(gw_config_key, default_value); O(gw_config_key, help); O(gw_config_key, min_value);
   O(gw_config_key, max_value); O(gw_config_key, choices);
-  printf("\ngw_codec_vtable %zu", sizeof(gw_codec_vtable)); O(gw_codec_vtable, struct_size); O(gw_codec_vtable, create);
+  /* The plugin is written against ABI 1.3's codec vtable and context (a 1.4 host reads the members past
+     its struct_size as absent): their sizes are those of the 1.3 prefix. */
+  printf("\ngw_codec_vtable %zu", offsetof(gw_codec_vtable, round_plan)); O(gw_codec_vtable, struct_size); O(gw_codec_vtable, create);
   O(gw_codec_vtable, destroy); O(gw_codec_vtable, properties); O(gw_codec_vtable, max_encoded_size);
   O(gw_codec_vtable, encode); O(gw_codec_vtable, decode); O(gw_codec_vtable, get_extension);
   printf("\ngw_component %zu", sizeof(gw_component)); O(gw_component, struct_size); O(gw_component, kind);
@@ -56,7 +58,7 @@ int main(void) {
   O(gw_tensor, device); O(gw_tensor, data); O(gw_tensor, count); O(gw_tensor, stream);
   printf("\ngw_codec_properties %zu", sizeof(gw_codec_properties)); O(gw_codec_properties, struct_size);
   O(gw_codec_properties, flags); O(gw_codec_properties, sum_dtype); O(gw_codec_properties, dtypes);
-  printf("\ngw_codec_context %zu", sizeof(gw_codec_context)); O(gw_codec_context, struct_size);
+  printf("\ngw_codec_context %zu", offsetof(gw_codec_context, buffer_id)); O(gw_codec_context, struct_size);
   O(gw_codec_context, seed); O(gw_codec_context, step); O(gw_codec_context, rank); O(gw_codec_context, world_size);
   O(gw_codec_context, workspace); O(gw_codec_context, workspace_bytes);
   return 0;
