@@ -46,6 +46,7 @@ PRODUCERS = {
     **{f"P{i}": f"build/bin/gradwire bench --suite P{i} --out bench/results/P{i}.json" for i in range(1, 8)},
     "T1": "scripts/bench-t1.sh (as root: the emulated cluster)",
     "T2": "scripts/bench-t2.sh (as root)",
+    "T5": "scripts/bench-t5.sh (as root)",
     "T3": ("gradwire train --ranks 4 --link 1gbit --epochs 2 --evals-per-epoch 8 --configs "
            "none,async,ps-sync,ps-async --slow-rank 3 --slow-factor 3 (as root) | scripts/bench-report.py save T3"),
     "C1": "scripts/bench-c1.sh",

@@ -85,6 +85,9 @@ type StepFlags uint32
 func (f StepFlags) Apply() bool             { return f&C.GW_SYNC_APPLY != 0 }
 func (f StepFlags) GradientsAveraged() bool { return f&C.GW_SYNC_GRADIENTS_AVERAGED != 0 }
 
+// OuterStep: an outer step of the schedule "diloco" set some parameters (docs/diloco.md).
+func (f StepFlags) OuterStep() bool { return f&C.GW_SYNC_OUTER_STEP != 0 }
+
 // Step ends a step (collective); apply the optimizer only when flags.Apply().
 func (s *Sync) Step() (StepFlags, error) {
 	var f C.uint32_t

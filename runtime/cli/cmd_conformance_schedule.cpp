@@ -14,6 +14,7 @@ namespace {
 struct Recorder {
   std::vector<std::string> calls;
   std::set<uint64_t> open_slots;
+  std::set<uint32_t> open_fragments;  // outer steps started and not finished
   uint64_t accumulated = 0;
   std::string violation;
 
@@ -58,6 +59,20 @@ gw_schedule_runtime runtime_for(Recorder& rec, uint64_t step, uint32_t world) {
     return r.note("finish(" + std::to_string(slot) + ")");
   };
   rt.keep_local = [](void* c) { return Recorder::of(c).note("keep_local"); };
+  rt.start_outer_step = [](void* c, const gw_outer_step* o) {
+    Recorder& r = Recorder::of(c);
+    if (o == nullptr || o->struct_size < sizeof(gw_outer_step) || o->fragments == 0 || o->fragment >= o->fragments)
+      return r.bad("start_outer_step with a gw_outer_step that names no fragment");
+    if (!r.open_fragments.insert(o->fragment).second)
+      return r.bad("start_outer_step(fragment " + std::to_string(o->fragment) + ") while it is in flight");
+    return r.note("start_outer(" + std::to_string(o->fragment) + ")");
+  };
+  rt.finish_outer_step = [](void* c, const gw_outer_step* o) {
+    Recorder& r = Recorder::of(c);
+    if (o == nullptr || !r.open_fragments.erase(o->fragment))
+      return r.bad("finish_outer_step without a pending start of that fragment");
+    return r.note("finish_outer(" + std::to_string(o->fragment) + ")");
+  };
   return rt;
 }
 

@@ -5,8 +5,11 @@
 //     u8 has accumulator [f32 × count], bytes error-feedback state (empty: none),
 //     (version 2:) u8 has velocity [f32 × count], u8 has anchor [f32 × count],
 //     bytes parameter error-feedback state (empty: none),
+//     (version 4:) u8 has outer velocity [f32 × count],
 //   u32 background slots, then per slot: u64 slot, per bucket f32 × count (the finished average),
 //   (version 3:) u32 codecs with state, then per codec: str name, bytes its gw_codec_save_state blob,
+//   (version 4:) u32 outer steps in flight, then per one: u32 fragment, u64 step started, u32 buckets,
+//     per bucket: u32 bucket, u8 first, f32 × count (the finished average), f32 × count (parameters sent),
 //   u64 FNV-1a 64 of every preceding byte.
 // str and bytes are a u64 length and the bytes.
 #include <algorithm>
@@ -20,7 +23,7 @@ namespace gw::sync {
 namespace {
 
 constexpr uint32_t kMagic = 0x59535747u;  // "GWSY"
-constexpr uint32_t kVersion = 3;  // 1: without velocity, anchor and parameter error feedback; 2: without codec states
+constexpr uint32_t kVersion = 4;  // 1: without velocity, anchor and parameter error feedback; 2: without codec states; 3: without the outer loop
 
 [[noreturn]] void corrupt(const std::string& what) {
   fail(GW_ERR_CORRUPT, "synchronizer state blob is invalid: " + what +
@@ -41,6 +44,8 @@ std::vector<unsigned char> Synchronizer::save_state() {
   // Background exchanges in flight belong to the checkpoint: finish them (they are applied later).
   for (auto& [slot, exchanges] : slots_)
     for (uint32_t b = 0; b < exchanges.size(); ++b) finish(b, *exchanges[b]);
+  for (auto& [fragment, flight] : outer_)
+    for (size_t k = 0; k < flight.buckets.size(); ++k) finish(flight.buckets[k], *flight.exchanges[k]);
   bytes::ByteWriter w;
   w.u32(kMagic);
   w.u32(kVersion);
@@ -73,6 +78,7 @@ std::vector<unsigned char> Synchronizer::save_state() {
     save_floats(b.velocity);
     save_floats(b.anchor);
     save_ef(b.parameter_ef.get());
+    save_floats(b.outer_velocity);
   }
   w.u32(uint32_t(slots_.size()));
   for (const auto& [slot, exchanges] : slots_) {
@@ -96,6 +102,18 @@ std::vector<unsigned char> Synchronizer::save_state() {
     w.str(name);
     w.bytes(blob.data(), blob.size());
   }
+  w.u32(uint32_t(outer_.size()));
+  for (const auto& [fragment, flight] : outer_) {
+    w.u32(fragment);
+    w.u64(flight.step);
+    w.u32(uint32_t(flight.buckets.size()));
+    for (size_t k = 0; k < flight.buckets.size(); ++k) {
+      w.u32(flight.buckets[k]);
+      w.u8(flight.first[k]);
+      w.f32s(flight.exchanges[k]->data.data(), flight.exchanges[k]->data.size());
+      w.f32s(flight.sent[k].data(), flight.sent[k].size());
+    }
+  }
   return w.finish_with_checksum();
 }
 
@@ -106,7 +124,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
   auto head = reader(data, size);
   if (head.u32() != kMagic) corrupt("it does not start with 'GWSY'");
   const uint32_t version = head.u32();
-  if (version != 1 && version != kVersion)
+  if (version < 1 || version > kVersion)
     fail(GW_ERR_VERSION, "synchronizer state blob has version " + std::to_string(version) + "; this gradwire reads 1 to " +
                              std::to_string(kVersion));
   if (bytes::get_le(data + size - 8, 8) != bytes::fnv1a64(data, size - 8)) corrupt("its checksum does not match");
@@ -129,7 +147,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     uint64_t exchanges = 0;
     std::vector<float> accumulator;
     std::unique_ptr<ErrorFeedback> ef;
-    std::vector<float> velocity, anchor;
+    std::vector<float> velocity, anchor, outer_velocity;
     std::unique_ptr<ErrorFeedback> parameter_ef;
     std::string adopt_codec;  // an auto bucket takes the checkpoint's choice
   };
@@ -189,6 +207,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
       if (!l.velocity.empty() && !(momentum_ > 0))
         fail(GW_ERR_MISMATCH, where + ": the checkpoint was taken with [codec] momentum > 0, this run has 0");
     }
+    if (version >= 4 && r.u8()) l.outer_velocity = r.f32s(b.count);
   }
   std::map<uint64_t, std::vector<std::vector<float>>> slots;
   const uint32_t num_slots = r.u32();
@@ -203,6 +222,28 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     for (uint32_t i = 0; i < n; ++i) {
       std::string name = r.str();
       codec_states.emplace_back(std::move(name), r.bytes());
+    }
+  }
+  std::map<uint32_t, OuterFlight> outer;
+  if (version >= 4) {
+    const uint32_t num_outer = r.u32();
+    for (uint32_t k = 0; k < num_outer; ++k) {
+      const uint32_t fragment = r.u32();
+      OuterFlight f;
+      f.step = r.u64();
+      const uint32_t n = r.u32();
+      if (n > buckets) corrupt("an outer step in flight has more buckets than the run");
+      for (uint32_t j = 0; j < n; ++j) {
+        const uint32_t bucket = r.u32();
+        if (bucket >= buckets) corrupt("an outer step in flight names bucket " + std::to_string(bucket));
+        f.buckets.push_back(bucket);
+        f.first.push_back(r.u8() ? 1 : 0);
+        auto e = std::make_unique<Exchange>();
+        e->data = r.f32s(buckets_[bucket].count);
+        f.exchanges.push_back(std::move(e));
+        f.sent.push_back(r.f32s(buckets_[bucket].count));
+      }
+      outer[fragment] = std::move(f);
     }
   }
   if (!r.at_end()) corrupt("bytes follow the last section");
@@ -222,6 +263,9 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
   for (auto& [slot, exchanges] : slots_)
     for (uint32_t b = 0; b < exchanges.size(); ++b) finish(b, *exchanges[b]);
   slots_.clear();
+  for (auto& [fragment, flight] : outer_)
+    for (size_t k = 0; k < flight.buckets.size(); ++k) finish(flight.buckets[k], *flight.exchanges[k]);
+  outer_ = std::move(outer);
   steps_ = steps;
   micro_steps_ = micro;
   for (uint32_t bi = 0; bi < buckets; ++bi) {
@@ -238,6 +282,7 @@ void Synchronizer::load_state(const unsigned char* data, uint64_t size) {
     if (b.ef) b.ef->restore(loaded[bi].ef->residuals());
     b.velocity = std::move(loaded[bi].velocity);
     b.anchor = std::move(loaded[bi].anchor);
+    b.outer_velocity = std::move(loaded[bi].outer_velocity);
     if (b.parameter_ef) b.parameter_ef->restore(loaded[bi].parameter_ef ? loaded[bi].parameter_ef->residuals()
                                                                         : ErrorFeedback::Residuals{});
   }

@@ -95,6 +95,9 @@ Synchronizer::~Synchronizer() {
   for (auto& [slot, exchanges] : slots_)
     for (auto& e : exchanges)
       if (e->request) comm_.wait(e->request, -1.0), comm_.free(e->request);
+  for (auto& [fragment, flight] : outer_)
+    for (auto& e : flight.exchanges)
+      if (e->request) comm_.wait(e->request, -1.0), comm_.free(e->request);
 }
 
 void Synchronizer::progress_loop() {
@@ -103,6 +106,8 @@ void Synchronizer::progress_loop() {
     bool active = false;
     for (const auto& [slot, exchanges] : slots_)
       for (const auto& e : exchanges) active = active || (e->request && e->request->status == GW_IN_PROGRESS);
+    for (const auto& [fragment, flight] : outer_)
+      for (const auto& e : flight.exchanges) active = active || (e->request && e->request->status == GW_IN_PROGRESS);
     if (!active) {
       wake_.wait(lock);
       continue;
@@ -219,6 +224,7 @@ void Synchronizer::finalize() {
     buckets_.push_back(std::move(b));
   }
   check_registrations();
+  check_schedules_alike();
   seq_base_ = comm_.reserve_sequence(uint32_t(buckets_.size()));
   finalized_ = true;
 }
@@ -312,6 +318,8 @@ Synchronizer::Plan Synchronizer::dry_run() {
   rt.start_gradient_exchange = [](void* p, uint64_t slot) { static_cast<Plan*>(p)->start_slot = slot; return GW_OK; };
   rt.finish_gradient_exchange = [](void*, uint64_t) { return GW_OK; };
   rt.keep_local = [](void*) { return GW_OK; };
+  rt.start_outer_step = [](void*, const gw_outer_step*) { return GW_OK; };
+  rt.finish_outer_step = [](void*, const gw_outer_step*) { return GW_OK; };
   const std::vector<unsigned char> saved = schedule_->save();
   schedule_->on_step(rt);
   schedule_->load(saved.data(), saved.size());
@@ -699,6 +707,12 @@ gw_schedule_runtime Synchronizer::runtime_for(StepContext& ctx) {
     return call(p, &Synchronizer::do_finish_exchange, slot);
   };
   rt.keep_local = [](void*) { return GW_OK; };
+  rt.start_outer_step = [](void* p, const gw_outer_step* step) {
+    return call(p, &Synchronizer::do_start_outer, step);
+  };
+  rt.finish_outer_step = [](void* p, const gw_outer_step* step) {
+    return call(p, &Synchronizer::do_finish_outer, step);
+  };
   return rt;
 }
 
@@ -744,7 +758,8 @@ uint32_t Synchronizer::step() {
   end_step();
   // Only between exchanges: one in flight holds its bucket's codec and error feedback. Whether one is
   // depends on the schedule and the step count alone, so every rank takes the same branch.
-  if (auto_recheck_steps_ > 0 && steps_ % auto_recheck_steps_ == 0 && slots_.empty() && comm_.size() > 1)
+  if (auto_recheck_steps_ > 0 && steps_ % auto_recheck_steps_ == 0 && slots_.empty() && outer_.empty() &&
+      comm_.size() > 1)
     recheck_auto();
   return ctx.flags;
 }

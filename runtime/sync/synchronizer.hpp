@@ -118,8 +118,10 @@ class Synchronizer {
     // Compressed parameter averaging (sync_parameters through a codec, momentum.cpp): the parameters after
     // the last average, the same on every rank (empty until the first, dense, average), and the error
     // feedback on the parameter difference since then.
+    // The outer loop (outer.cpp) keeps its anchor here too, and its error feedback in parameter_ef.
     std::vector<float> anchor;
     std::unique_ptr<ErrorFeedback> parameter_ef;
+    std::vector<float> outer_velocity;      // the outer optimizer's momentum; empty until the first outer step
     // Exchanged in device memory (place): the gradients' device memory, and device buffers that earlier
     // exchanges gave back. nullptr: staged through the host.
     std::shared_ptr<coll::TensorMemory> device;
@@ -148,6 +150,15 @@ class Synchronizer {
     bool accumulate = false;
     bool sync_accumulated = false;
     std::optional<uint64_t> start_slot;
+  };
+  // An outer step in flight (outer.cpp): a fragment's buckets, each averaging its pseudo-gradient (or, the
+  // first time, its parameters), and the parameters as they were sent.
+  struct OuterFlight {
+    uint64_t step = 0;  // the step that started it
+    std::vector<uint32_t> buckets;
+    std::vector<uint8_t> first;  // per bucket: no anchor yet, the parameters themselves are averaged
+    std::vector<std::unique_ptr<Exchange>> exchanges;
+    std::vector<std::vector<float>> sent;
   };
   // Callbacks of gw_schedule_runtime.
   struct StepContext {
@@ -198,6 +209,12 @@ class Synchronizer {
   void apply_momentum(Bucket& b, float* x);
   std::unique_ptr<Exchange> start_parameter_exchange(uint32_t bucket);
   void finish_parameter_exchange(uint32_t bucket, Exchange& e);
+  // outer.cpp: the outer loop's steps, a fragment's buckets, and the check that every rank's schedule
+  // starts alike (finalize).
+  void do_start_outer(StepContext& ctx, const gw_outer_step* step);
+  void do_finish_outer(StepContext& ctx, const gw_outer_step* step);
+  std::vector<uint32_t> fragment_buckets(const gw_outer_step* step, const char* what) const;
+  void check_schedules_alike();
   void do_start_exchange(StepContext& ctx, uint64_t slot);
   void do_finish_exchange(StepContext& ctx, uint64_t slot);
   gw_schedule_runtime runtime_for(StepContext& ctx);
@@ -235,6 +252,7 @@ class Synchronizer {
   uint32_t seq_base_ = 0;     // this step's reserved sequence numbers, one per bucket
   std::optional<Plan> plan_;
   std::map<uint64_t, std::vector<std::unique_ptr<Exchange>>> slots_;  // background exchanges, one per bucket
+  std::map<uint32_t, OuterFlight> outer_;  // outer steps in flight, by fragment
 
   // Background progress for exchanges that outlive a step (async schedules).
   std::mutex mutex_;

@@ -146,6 +146,35 @@ TEST(Sync, DifferentRegistrationsAreAMismatch) {
   expect_error(3, GW_SYNC_RANK, "mismatch", "GW_ERR_MISMATCH", "Tensor #1: rank 0 registered 'b'");
 }
 
+// ---- the outer loop (schedule diloco) ------------------------------------------------------------
+
+// Against a reference outer optimizer computed in the test: Nesterov and heavy ball, one fragment and
+// streamed fragments with a delayed outer update.
+TEST(Diloco, OuterStepsFollowTheReferenceOptimizer) {
+  expect_ok(2, GW_DILOCO_RANK, "reference none 1 0");
+  expect_ok(2, GW_DILOCO_RANK, "reference none 1 0 heavy");
+  expect_ok(3, GW_DILOCO_RANK, "reference none 3 2");
+}
+TEST(Diloco, RanksEndBitIdenticalThroughLossyCodecs) {
+  expect_ok(2, GW_DILOCO_RANK, "identical int8 1 0");
+  expect_ok(4, GW_DILOCO_RANK, "identical int8 1 0");
+  expect_ok(2, GW_DILOCO_RANK, "identical topk 2 0");
+  expect_ok(4, GW_DILOCO_RANK, "identical onebit 3 2");
+  expect_ok(2, GW_DILOCO_RANK, "identical sparseq 1 0");  // SparseLoCo's pseudo-gradient codec
+}
+TEST(Diloco, SaveRestoreEqualsAnUninterruptedRun) {
+  expect_ok(2, GW_DILOCO_RANK, "save-restore int8 1 0");
+  expect_ok(2, GW_DILOCO_RANK, "save-restore topk 3 2");  // saved with an exchange in flight
+  expect_ok(2, GW_DILOCO_RANK, "save-restore sparseq 3 2");
+}
+TEST(Diloco, BadInputFailsOnEveryRank) {
+  expect_error(2, GW_DILOCO_RANK, "bad no-parameter", "GW_ERR_STATE", "registered without one");
+  expect_error(2, GW_DILOCO_RANK, "bad fragments", "GW_ERR_INVALID_ARGUMENT", "at most 3 fragments");
+  expect_error(2, GW_DILOCO_RANK, "bad delay", "GW_ERR_INVALID_ARGUMENT", "delay = 4 is not less than inner_steps");
+  expect_error(2, GW_DILOCO_RANK, "bad inner-steps", "GW_ERR_CONFIG", "inner_steps");
+  expect_error(3, GW_DILOCO_RANK, "bad ranks-disagree", "GW_ERR_MISMATCH", "configured schedule 'diloco' differently");
+}
+
 // ---- convergence on real data -----------------------------------------------------------------
 
 TEST(Sync, EveryCodecAndScheduleConvergesLikeUncompressed) {

@@ -146,6 +146,28 @@ TEST(TrainCommand, CompressedThroughTheSynchronizer) {
   fs::remove_all(d);
 }
 
+// DiLoCo (docs/diloco.md): 16 local steps between outer steps, int8 pseudo-gradients, and streamed in two
+// fragments with a delay; both learn, send a small fraction of what per-step averaging would, and report
+// the schedule in their configuration.
+TEST(TrainCommand, DilocoAndStreamingDiloco) {
+  const TempDir d("diloco");
+  const auto r = run("--ranks 2 --epochs 1 --batch 64 --hidden 64 --train-images 4096 --test-images 1000 "
+                     "--evals-per-epoch 1 --configs diloco-int8,diloco-streaming --out " + d.string());
+  ASSERT_EQ(r.status, 0) << r.text;
+  for (const char* name : {"diloco-int8", "diloco-streaming"}) {
+    std::ifstream in(d / (std::string(name) + ".json"));
+    const auto j = nlohmann::json::parse(in);
+    const auto& last = j.at("curve").back();
+    const double bytes = last.at("bytes").get<double>(), raw = last.at("raw_bytes").get<double>();
+    EXPECT_GT(bytes, 0) << name;
+    EXPECT_LT(bytes, raw / 16) << name << ": an outer step every 16 steps, int8, should send far less than fp32";
+    EXPECT_GE(last.at("test_accuracy").get<double>(), 0.6) << name;
+    const std::string text = j.at("toml");
+    EXPECT_NE(text.find("name = 'diloco'"), std::string::npos) << text;
+  }
+  fs::remove_all(d);
+}
+
 // --cache: each of 3 ranks loads only its shard of the training set into a data cache and draws its
 // batches through gw_cache_get (shuffled over the whole set); it learns like the default path, and the
 // cache accounts for the shard held, the storage read once and the samples fetched from other ranks.

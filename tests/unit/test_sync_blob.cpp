@@ -57,7 +57,7 @@ TEST(SyncBlob, GoldenLayoutOfOneRanksCheckpoint) {
   Cursor c{blob};
   EXPECT_EQ(std::memcmp(blob.data(), "GWSY", 4), 0);
   c.at = 4;
-  EXPECT_EQ(c.le(4), 3u) << "version";
+  EXPECT_EQ(c.le(4), 4u) << "version";
   EXPECT_EQ(c.le(8), 1u) << "steps";
   EXPECT_EQ(c.le(8), 0u) << "micro-steps (no gw_sync_bucket_ready calls)";
   EXPECT_EQ(c.str(), "every_step") << "schedule";
@@ -73,8 +73,10 @@ TEST(SyncBlob, GoldenLayoutOfOneRanksCheckpoint) {
   EXPECT_EQ(c.le(1), 0u) << "no velocity ([codec] momentum off)";
   EXPECT_EQ(c.le(1), 0u) << "no local-SGD anchor";
   EXPECT_EQ(c.le(8), 0u) << "no parameter error-feedback state";
+  EXPECT_EQ(c.le(1), 0u) << "no outer momentum (no outer loop)";
   EXPECT_EQ(c.le(4), 0u) << "no background slots";
   EXPECT_EQ(c.le(4), 0u) << "no codec with state (version 3)";
+  EXPECT_EQ(c.le(4), 0u) << "no outer steps in flight (version 4)";
   ASSERT_EQ(c.at + 8, blob.size());
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < c.at; ++i) h = (h ^ blob[i]) * 0x100000001b3ull;

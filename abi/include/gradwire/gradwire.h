@@ -429,7 +429,8 @@ typedef struct gw_sync_options {
 enum {
   GW_SYNC_APPLY = 1u << 0,                /* the optimizer should apply this step's gradients */
   GW_SYNC_GRADIENTS_AVERAGED = 1u << 1,   /* the gradients were replaced by an average across ranks */
-  GW_SYNC_PARAMETERS_AVERAGED = 1u << 2   /* the parameters were replaced by their average across ranks */
+  GW_SYNC_PARAMETERS_AVERAGED = 1u << 2,  /* the parameters were replaced by their average across ranks */
+  GW_SYNC_OUTER_STEP = 1u << 3            /* Since 1.4. An outer step (DiLoCo) set some parameters */
 };
 
 /* Creates a synchronizer over `comm` with the runtime's configuration. The runtime must outlive it.

@@ -14,6 +14,21 @@ GW_EXTERN_C_BEGIN
  * transport; it calls back into the runtime through gw_schedule_runtime.
  * ---------------------------------------------------------------------------------------------- */
 
+/* Since 1.4. One outer step of an outer loop (DiLoCo, docs/diloco.md) over one fragment of the parameters:
+ * the buckets split into `fragments` contiguous runs, in bucket order; `fragment` is one of them. The
+ * outer optimizer is SGD on the averaged pseudo-gradient (anchor - parameters) with momentum `momentum`,
+ * Nesterov's when `nesterov` is nonzero, and learning rate `lr`. thread: in-call. */
+typedef struct gw_outer_step {
+  uint32_t struct_size;
+  uint32_t fragment;  /* 0 .. fragments - 1 */
+  uint32_t fragments; /* 1 .. the number of buckets */
+  uint32_t nesterov;  /* 0: heavy-ball momentum; otherwise Nesterov's */
+  double lr;
+  double momentum;
+} gw_outer_step;
+
+#define GW_OUTER_STEP_INIT {(uint32_t)sizeof(gw_outer_step), 0u, 1u, 1u, 0.7, 0.9}
+
 /* What the runtime does for a schedule, for the step being decided. Each call returns GW_OK or an
  * error to pass on, and is valid only inside on_step. */
 typedef struct gw_schedule_runtime {
@@ -37,6 +52,18 @@ typedef struct gw_schedule_runtime {
   gw_status (*finish_gradient_exchange)(void* ctx, uint64_t slot);
   /* Leaves the gradients as they are (a purely local step). thread: in-call. */
   gw_status (*keep_local)(void* ctx);
+  /* Since 1.4 (present when struct_size covers it). Starts the outer step of fragment
+   * step->fragment: each of its parameters' difference from its anchor (the parameters at the last outer
+   * step, the same on every rank) is averaged across ranks in the background, through the bucket's codec
+   * and error feedback. The first outer step of a fragment, with no anchor yet, averages the parameters
+   * densely and makes the average the anchor. Every tensor must have been registered with a parameter.
+   * thread: in-call. */
+  gw_status (*start_outer_step)(void* ctx, const gw_outer_step* step);
+  /* Since 1.4 (present when struct_size covers it). Waits for the outer step of step->fragment
+   * started before (in this step or an earlier one) and applies it: the outer optimizer moves the anchor
+   * by the averaged pseudo-gradient, and each parameter becomes the new anchor plus what it moved locally
+   * since the exchange started (nothing when started in this step). thread: in-call. */
+  gw_status (*finish_outer_step)(void* ctx, const gw_outer_step* step);
 } gw_schedule_runtime;
 
 typedef struct gw_schedule_vtable {

@@ -907,12 +907,13 @@ class Sync(_Handle):
         _check(lib().gw_sync_bucket_ready(self.handle, bucket))
 
     def step(self):
-        """Ends a step; returns a dict of flags: apply, gradients_averaged, parameters_averaged."""
+        """Ends a step; returns a dict of flags: apply, gradients_averaged, parameters_averaged, outer_step."""
         f = ctypes.c_uint32()
         _check(lib().gw_sync_step(self.handle, ctypes.byref(f)))
         return {"apply": bool(f.value & _lib.GW_SYNC_APPLY),
                 "gradients_averaged": bool(f.value & _lib.GW_SYNC_GRADIENTS_AVERAGED),
-                "parameters_averaged": bool(f.value & _lib.GW_SYNC_PARAMETERS_AVERAGED)}
+                "parameters_averaged": bool(f.value & _lib.GW_SYNC_PARAMETERS_AVERAGED),
+                "outer_step": bool(f.value & _lib.GW_SYNC_OUTER_STEP)}
 
     def skip_step(self):
         _check(lib().gw_sync_skip_step(self.handle))

@@ -55,6 +55,7 @@ GW_SYNC_ALL_BUCKETS = 0xFFFFFFFF
 GW_SYNC_APPLY = 1 << 0
 GW_SYNC_GRADIENTS_AVERAGED = 1 << 1
 GW_SYNC_PARAMETERS_AVERAGED = 1 << 2
+GW_SYNC_OUTER_STEP = 1 << 3
 
 c_status = ctypes.c_int32
 c_enum = ctypes.c_int32

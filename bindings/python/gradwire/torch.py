@@ -44,7 +44,7 @@ import torch.distributed as dist
 from . import _core
 from ._core import Comm, Codec, ErrorFeedback, Runtime
 
-__all__ = ["HookState", "hook", "init_process_group", "allgather_over"]
+__all__ = ["HookState", "hook", "init_process_group", "allgather_over", "DiLoCo"]
 
 STATE_VERSION = 2  # 2: residuals inside the collective (keyed by element offset)
 _LOSSLESS = {"none"}
@@ -669,6 +669,146 @@ def hook(state, bucket):
     """DDP communication hook: averages the bucket across ranks through gradwire (see HookState). Returns a
     torch.futures.Future completed with the averaged buffer."""
     return state.submit(bucket)
+
+
+DILOCO_STATE_VERSION = 1
+_DILOCO_KEYS = ("inner_steps", "fragments", "delay", "outer_lr", "outer_momentum", "nesterov")
+
+
+class DiLoCo:
+    """DiLoCo (docs/diloco.md) around a model and its inner optimizer, without DDP: every rank trains its
+    own replica with `inner_optimizer`; every `inner_steps` steps gradwire averages each parameter's
+    pseudo-gradient (its change since the last outer step) through the configured codec, with error
+    feedback, and its outer optimizer (SGD with Nesterov momentum) sets the parameters.
+
+        import gradwire.torch as gwt
+        gwt.init_process_group("gloo")
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        diloco = gwt.DiLoCo(model, opt, inner_steps=100, outer_lr=0.7, outer_momentum=0.9, codec="int8")
+        for x, y in data:
+            opt.zero_grad(); loss_fn(model(x), y).backward()
+            diloco.step()                        # opt.step(), then the outer loop's part of the step
+
+    DiLoCo(model, inner_optimizer, runtime=None, *, config=None, text=None, codec="none", error_feedback=None,
+           inner_steps=100, fragments=1, delay=0, outer_lr=0.7, outer_momentum=0.9, nesterov=True,
+           bucket_bytes=None, rules=None, process_group=None, timeout=None, **codec_options)
+
+    The configuration is a gradwire.Runtime, a TOML file or text with [schedule] name = "diloco", or the
+    keywords. fragments > 1 streams the outer steps (fragments synced at staggered steps; delay > 0 lets
+    each exchange run behind `delay` inner steps); a fragment is at least one bucket, so set bucket_bytes
+    ([bucket] bytes) small enough. Parameters must be float32 and contiguous, CPU or CUDA, and stay where
+    they are. The ranks' parameters are made equal at the first step (a dense average)."""
+
+    def __init__(self, model, inner_optimizer, runtime=None, *, config=None, text=None, codec=None,
+                 error_feedback=None, inner_steps=None, fragments=None, delay=None, outer_lr=None,
+                 outer_momentum=None, nesterov=None, bucket_bytes=None, rules=None, process_group=None,
+                 timeout=None, **codec_options):
+        keywords = {"inner_steps": inner_steps, "fragments": fragments, "delay": delay, "outer_lr": outer_lr,
+                    "outer_momentum": outer_momentum, "nesterov": nesterov}
+        keywords = {k: v for k, v in keywords.items() if v is not None}
+        given = sum(x is not None for x in (runtime, config, text))
+        if given > 1 or (given and (codec is not None or keywords or codec_options or bucket_bytes or rules)):
+            raise _core.InvalidArgumentError("give the configuration one way: a Runtime, config=FILE, text=TOML, or "
+                                             "keywords (codec=, inner_steps=, outer_lr=, ...)")
+        if not dist.is_available() or not dist.is_initialized():
+            raise _core.StateError("gradwire.torch.DiLoCo needs an initialized torch.distributed process group "
+                                   "(torch.distributed.init_process_group or gradwire.torch.init_process_group)")
+        if not given:
+            text = _config_text(codec or "none", error_feedback, None, codec_options, rules, timeout)
+            text += '[schedule]\nname = "diloco"\n[schedule.diloco]\n'
+            text += "".join(f"{k} = {_toml_value(v)}\n" for k, v in keywords.items())
+            if bucket_bytes is not None:
+                text += f"[bucket]\nbytes = {int(bucket_bytes)}\n"
+        self._own_runtime = runtime is None
+        self.runtime = runtime if runtime is not None else Runtime(config, text=text)
+        self.sync = None
+        self.comm = None
+        try:
+            cfg = tomllib.loads(self.runtime.config_dump())
+            if cfg.get("schedule", {}).get("name") != "diloco":
+                raise _core.InvalidArgumentError(
+                    f"gradwire.torch.DiLoCo runs the schedule 'diloco'; the configuration names "
+                    f"'{cfg.get('schedule', {}).get('name')}' ([schedule] name = \"diloco\")")
+            self.config = dict(cfg.get("schedule", {}).get("diloco", {}))
+            self.model = model
+            self.inner_optimizer = inner_optimizer
+            self.process_group = process_group
+            self.rank, self.world_size = _member(process_group, "gradwire.torch.DiLoCo")
+            t = float(timeout) if timeout is not None else float(cfg.get("runtime", {}).get("timeout_s", 300))
+            gather = allgather_over(process_group, t)
+            self.comm = Comm(self.runtime, rank=self.rank, world_size=self.world_size, allgather=gather, timeout=t)
+            self.sync = _core.Sync(self.comm, self.runtime)
+            self._params = []
+            for name, p in model.named_parameters():
+                if not p.requires_grad:
+                    continue
+                if p.dtype != torch.float32 or not p.is_contiguous():
+                    raise _core.InvalidArgumentError(
+                        f"parameter '{name}' is {p.dtype}{'' if p.is_contiguous() else ', not contiguous'}; "
+                        f"gradwire.torch.DiLoCo takes contiguous float32 parameters")
+                # The schedule never touches gradients: the parameter stands for its own (same size).
+                self.sync.register(name, p.detach(), p.detach())
+                self._params.append(p)
+            self.sync.finalize()
+        except BaseException:
+            self.close()
+            raise
+        self.steps = 0
+        self.outer_steps = 0
+
+    def step(self, closure=None):
+        """The inner optimizer's step, then gradwire's: on an outer step the parameters change in place.
+        Returns the inner optimizer's result."""
+        result = self.inner_optimizer.step() if closure is None else self.inner_optimizer.step(closure)
+        with torch.no_grad():
+            for p in self._params:
+                if p.is_cuda:
+                    torch.cuda.current_stream(p.device).synchronize()
+                    break
+            flags = self.sync.step()
+        self.steps += 1
+        if flags.get("outer_step"):
+            self.outer_steps += 1
+        return result
+
+    def stats(self):
+        """gw_sync's counters over every bucket: wire_bytes (sent by this rank), syncs, ..."""
+        return self.sync.stats()
+
+    def state_dict(self):
+        """The synchronizer's checkpoint (anchors, outer momentum, error-feedback residuals, exchanges in
+        flight, the schedule's counters and configuration) and the inner optimizer's state. The model's
+        parameters are the application's to save."""
+        return {"version": DILOCO_STATE_VERSION, "config": dict(self.config), "steps": self.steps,
+                "outer_steps": self.outer_steps, "sync": self.sync.save_state(),
+                "inner_optimizer": self.inner_optimizer.state_dict()}
+
+    def load_state_dict(self, state):
+        """Restores a state_dict() taken with the same outer configuration (another is refused with
+        gradwire.MismatchError, naming it), after the model's parameters were restored."""
+        if not isinstance(state, dict) or state.get("version") != DILOCO_STATE_VERSION:
+            raise _core.VersionError(f"not a gradwire.torch.DiLoCo state of version {DILOCO_STATE_VERSION}")
+        self.sync.load_state(state["sync"])
+        self.inner_optimizer.load_state_dict(state["inner_optimizer"])
+        self.steps = int(state["steps"])
+        self.outer_steps = int(state["outer_steps"])
+
+    def close(self):
+        """Finishes exchanges in flight and destroys the synchronizer and the communicator."""
+        if self.sync is not None:
+            self.sync.close()
+            self.sync = None
+        if self.comm is not None:
+            self.comm.close()
+            self.comm = None
+        if self._own_runtime and not self.runtime.closed:
+            self.runtime.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 # gradwire.torch.fsdp (FSDP2's reduce-scatter and all-gather through gradwire) lives in torch_fsdp.py, a

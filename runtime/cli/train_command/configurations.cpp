@@ -56,6 +56,17 @@ const std::vector<Configuration>& configurations() {
     {"local-sgd-onebit", "local SGD every 8 steps, the parameter differences as one bit with error feedback",
      "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"local_sgd\"\n"
      "[schedule.local_sgd]\nperiod = 8\n"},
+    {"diloco", "DiLoCo: 16 local steps, then an outer Nesterov step (lr 0.7, momentum 0.9) on the averaged "
+               "fp32 pseudo-gradient",
+     "[codec]\nname = \"none\"\nerror_feedback = false\n[schedule]\nname = \"diloco\"\n"
+     "[schedule.diloco]\ninner_steps = 16\nouter_lr = 0.7\nouter_momentum = 0.9\n"},
+    {"diloco-int8", "DiLoCo every 16 steps, the pseudo-gradient as int8 with error feedback",
+     "[codec]\nname = \"int8\"\nerror_feedback = true\n[schedule]\nname = \"diloco\"\n"
+     "[schedule.diloco]\ninner_steps = 16\nouter_lr = 0.7\nouter_momentum = 0.9\n"},
+    {"diloco-streaming", "streaming DiLoCo: 2 fragments at staggered steps, each int8 exchange applied 2 steps "
+                         "after it started, overlapped with the inner steps between",
+     "[codec]\nname = \"int8\"\nerror_feedback = true\n[bucket]\nbytes = 65536\n[schedule]\nname = \"diloco\"\n"
+     "[schedule.diloco]\ninner_steps = 16\nfragments = 2\ndelay = 2\nouter_lr = 0.7\nouter_momentum = 0.9\n"},
     {"onebit-ef-lr02", "one bit with error feedback, momentum after the codec, at 0.2 x --lr",
      "[codec]\nname = \"onebit\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n", 0.2f},
     {"async", "the async schedule (staleness 1): each step applies the average of the step before",

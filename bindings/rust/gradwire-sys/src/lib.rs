@@ -346,6 +346,8 @@ pub const GW_SYNC_ALL_BUCKETS: u32 = 0xffff_ffff;
 pub const GW_SYNC_APPLY: u32 = 1 << 0;
 pub const GW_SYNC_GRADIENTS_AVERAGED: u32 = 1 << 1;
 pub const GW_SYNC_PARAMETERS_AVERAGED: u32 = 1 << 2;
+/// Since 1.4: an outer step (the schedule `diloco`) set some parameters.
+pub const GW_SYNC_OUTER_STEP: u32 = 1 << 3;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]

@@ -25,6 +25,10 @@ impl StepFlags {
     pub fn parameters_averaged(self) -> bool {
         self.0 & sys::GW_SYNC_PARAMETERS_AVERAGED != 0
     }
+    /// An outer step of the schedule `diloco` set some parameters (docs/diloco.md).
+    pub fn outer_step(self) -> bool {
+        self.0 & sys::GW_SYNC_OUTER_STEP != 0
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

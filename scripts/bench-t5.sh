@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Benchmark T5 (docs/benchmarks.md, docs/diloco.md): training over a slow link. One PyTorch trainer
+# (bindings/python/benchmarks/t5_diloco.py: a character-level transformer LM on /usr/share/common-licenses,
+# AdamW inside), 4 ranks each in its own network namespace behind a rate-limited link: DDP without a hook,
+# DDP with gradwire's best per-step hook (top-k 1 % + error feedback), local SGD, DiLoCo with f32, int8 and
+# sparseq (top-k 3 % at 2 bits) pseudo-gradients, and streaming DiLoCo. One table per link rate: final loss after the same inner
+# steps and its gap to DDP's, training time, time to the target loss (DDP's final loss + 2 %, from a DDP
+# run at the first rate unless TARGET is set) and the speed-up over the per-step hook, bytes each rank
+# sent and DDP's bytes over them, the share of the step spent inside gradwire's step. Writes
+# bench/results/T5.json through scripts/bench-report.py save.
+#
+#   scripts/bench-t5.sh [t5_diloco.py options...]      e.g. --steps 200 --configs ddp,diloco-int8
+#
+# Environment: GW (default build/bin/gradwire), RATES ("10mbit 100mbit"; "loopback": no cluster), STEPS (2000), OUT (t5-out),
+# TARGET (a loss; empty: DDP's final loss x 1.02), PYTHON (.venv-torch/bin/python), SAVE_RESULT (1).
+# Needs root for the cluster; without it the ranks run on loopback and the table says so.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+GW="${GW:-$root/build/bin/gradwire}"
+RATES="${RATES:-10mbit 100mbit}"
+STEPS="${STEPS:-2000}"
+OUT="${OUT:-t5-out}"
+TARGET="${TARGET:-}"
+SAVE_RESULT="${SAVE_RESULT:-1}"
+PYTHON="${PYTHON:-$root/.venv-torch/bin/python}"
+trainer="$root/bindings/python/benchmarks/t5_diloco.py"
+[ -x "$GW" ] || { echo "bench-t5.sh: $GW is not built (scripts/build.sh, or set GW)" >&2; exit 1; }
+export GRADWIRE_LIBRARY="${GRADWIRE_LIBRARY:-$(dirname "$GW")/../lib/libgradwire.so.0}"
+mkdir -p "$OUT"
+: > "$OUT/t5.jsonl"
+for rate in $RATES; do
+  uptime | sed "s/^/bench-t5.sh: load before $rate: /"
+  link=(--link "$rate")
+  [ "$rate" != loopback ] || link=()  # RATES=loopback: a smoke run without the cluster
+  [ "$(id -u)" -eq 0 ] || { echo "bench-t5.sh: not root: loopback instead of $rate links" >&2; link=(); rate="loopback"; }
+  target=()
+  [ -n "$TARGET" ] && target=(--target "$TARGET")
+  echo "== T5, 4 ranks, $rate links"
+  GW_LINK="$rate" OMP_NUM_THREADS=1 "$GW" run -n 4 "${link[@]}" -- "$PYTHON" "$trainer" --steps "$STEPS" \
+    "${target[@]}" "$@" | tee "$OUT/t5-$rate.log" | grep -E '^\[0\] .*"kind": "result"' || true
+  sed -n 's/^\[0\] \({.*}\)$/\1/p' "$OUT/t5-$rate.log" >> "$OUT/t5.jsonl"
+  uptime | sed "s/^/bench-t5.sh: load after $rate: /"
+done
+
+"$PYTHON" - "$OUT/t5.jsonl" > "$OUT/summary.md" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+results = [r for r in rows if r["kind"] == "result"]
+evals = [r for r in rows if r["kind"] == "eval"]
+links = list(dict.fromkeys(r["link"] for r in results))
+first_ddp = next((r for r in results if r["config"] == "ddp"), None)
+target = results[0]["target"] if results and results[0]["target"] else (first_ddp["final_loss"] * 1.02 if first_ddp else None)
+for link in links:
+    res = [r for r in results if r["link"] == link]
+    base = next((r for r in res if r["config"] == "ddp"), None)
+    hook = next((r for r in res if r["config"] == "gw-hook"), None)
+    def reach(r):
+        for e in evals:
+            if e["link"] == link and e["config"] == r["config"] and target is not None and e["loss"] <= target:
+                return e["seconds"]
+        return None
+    def sent(r):
+        # On loopback the interface carries every rank's traffic (and gradwire's ranks talk over shared
+        # memory): gradwire's payload bytes there, the rank's own interface in the cluster.
+        if link == "loopback" and r["gradwire_payload_bytes"] is not None:
+            return r["gradwire_payload_bytes"]
+        return r["interface_bytes"] if r["interface_bytes"] is not None else r["gradwire_payload_bytes"]
+    print(f"T5 at {link}: 4 ranks, {res[0]['parameters'] / 1e6:.2f} M parameters, {res[0]['steps']} inner steps, "
+          f"H = {res[0]['inner_steps']}; target loss {target:.4f}" if target else f"T5 at {link}")
+    print()
+    print("| configuration | final loss | vs ddp | train s | s to target | vs hook | MB sent/rank | ddp bytes / these | in gradwire's step |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    hook_t = reach(hook) if hook else None
+    for r in res:
+        t = reach(r)
+        gap = f"{100 * (r['final_loss'] / base['final_loss'] - 1):+.2f} %" if base else "-"
+        s = sent(r)
+        ratio = f"{sent(base) / s:.0f}x" if base and s and sent(base) else "-"
+        up = f"{hook_t / t:.1f}x" if hook_t and t else "-"
+        share = f"{100 * r['sync_share']:.1f} %" if "sync_share" in r else "-"
+        print(f"| {r['config']} | {r['final_loss']:.4f} | {gap} | {r['train_seconds']:.0f} | "
+              f"{t if t is not None else 'not reached'} | {up} | {s / 1e6 if s else 0:.2f} | {ratio} | {share} |")
+    print()
+PY
+cat "$OUT/summary.md"
+if [ "$SAVE_RESULT" = 1 ]; then
+  python3 "$root/scripts/bench-report.py" save T5 --command "$0 $*" < "$OUT/summary.md"
+fi
