@@ -9,6 +9,7 @@
 #   scripts/bench-t2.sh [t2_ddp.py options...]          e.g. --configs ddp,gw-int8 --epochs 1
 #
 # Environment: GW (the gradwire command; default build/bin/gradwire), RATES ("100mbit 1gbit"), OUT (t2-out),
+# RESULT (T2: the result file's name under bench/results),
 # EPOCHS (2), TRAIN_IMAGES (0: all 60000), PYTHON (.venv-torch/bin/python, PyPI's torch 2.x from
 # scripts/install-deps.sh; without that venv /usr/bin/python3, Debian's python3-torch 1.13).
 # A smoke run of a few seconds per configuration (no timing worth reading):
@@ -93,7 +94,8 @@ print("comm %: share of the step not explained by the step without communication
       "sooner: ddp's time to 85 % over this row's; sent/step: bytes the rank's interface sent per step")
 PY
 # The summary as bench/results/T2.json, with this machine, the command and the commit (docs/benchmarks.md,
-# "Result files"); SAVE_RESULT=0 keeps it out.
+# "Result files"); SAVE_RESULT=0 keeps it out, RESULT names another file (a run of some configurations
+# beside the full table: RESULT=T2-powersgd).
 if [ "${SAVE_RESULT:-1}" != 0 ]; then
-  python3 "$root/scripts/bench-report.py" save T2 --command "RATES=\"$RATES\" EPOCHS=$EPOCHS TRAIN_IMAGES=$TRAIN_IMAGES scripts/bench-t2.sh $*" < "$OUT/summary.txt"
+  python3 "$root/scripts/bench-report.py" save "${RESULT:-T2}" --command "RATES=\"$RATES\" EPOCHS=$EPOCHS TRAIN_IMAGES=$TRAIN_IMAGES scripts/bench-t2.sh $*" < "$OUT/summary.txt"
 fi

@@ -142,9 +142,8 @@ struct RandomkHostile : ::testing::Test {
 
 TEST_F(RandomkHostile, TruncatedOversizedAndMalformed) {
   const auto body = gwsparse::body_of(c.encode(x));
-  auto cut = body;
-  cut.pop_back();
-  expect_corrupt(cut, "expected");
+  ASSERT_GT(body.size(), 10u);
+  expect_corrupt(std::vector<unsigned char>(body.begin(), body.end() - 1), "expected");
   auto big = body;
   big.push_back(0);
   expect_corrupt(big, "expected");
