@@ -4,13 +4,10 @@
 #include <cmath>
 
 #include "gw_codec/portable.h"
+#include "topk_body.hpp"
 
 namespace gwsparseq {
 namespace {
-
-inline uint32_t varint_bytes(uint32_t v) {
-  return 1u + (v >= 1u << 7) + (v >= 1u << 14) + (v >= 1u << 21) + (v >= 1u << 28);
-}
 
 // f32 arithmetic in one fixed order (the build has -ffp-contract=off), so every rank decodes alike.
 inline float level_value(float floor, float step, uint32_t q) {
@@ -20,15 +17,7 @@ inline float level_value(float floor, float step, uint32_t q) {
 
 }  // namespace
 
-uint64_t index_bytes(const uint32_t* idx, uint64_t m) {
-  uint64_t bytes = 0;
-  uint32_t next = 0;
-  for (uint64_t j = 0; j < m; ++j) {
-    bytes += varint_bytes(idx[j] - next);
-    next = idx[j] + 1;
-  }
-  return bytes;
-}
+uint64_t index_bytes(const uint32_t* idx, uint64_t m) { return gwtopk::delta_index_bytes(idx, m); }
 
 uint64_t write_body(uint32_t bits, uint32_t group, const uint32_t* idx, const float* v, uint64_t m, uint8_t* body) {
   const uint64_t groups = group_count(m, group);
@@ -80,18 +69,8 @@ uint64_t write_body(uint32_t bits, uint32_t group, const uint32_t* idx, const fl
     acc >>= 8;
     filled = filled > 8 ? filled - 8 : 0;
   }
-  uint8_t* p = codes + code_bytes(m, bits);
-  uint32_t next = 0;
-  for (uint64_t j = 0; j < m; ++j) {
-    uint32_t gap = idx[j] - next;
-    next = idx[j] + 1;
-    while (gap >= 0x80u) {
-      *p++ = static_cast<uint8_t>(gap | 0x80u);
-      gap >>= 7;
-    }
-    *p++ = static_cast<uint8_t>(gap);
-  }
-  return static_cast<uint64_t>(p - body);
+  const uint8_t* const last = gwtopk::write_delta_indices(idx, m, codes + code_bytes(m, bits));
+  return static_cast<uint64_t>(last - body);
 }
 
 bool parse_body(const uint8_t* body, uint64_t size, uint64_t n, ParsedBody& out, std::string& error) {
@@ -145,31 +124,7 @@ bool parse_body(const uint8_t* body, uint64_t size, uint64_t n, ParsedBody& out,
   out.m = m;
   out.index.resize(m);
   out.values.resize(m);
-  uint64_t next = 0;
-  for (uint64_t j = 0; j < m; ++j) {
-    uint64_t gap = 0;
-    for (uint32_t b = 0;; ++b) {
-      if (p == end) {
-        error = "delta index of entry " + std::to_string(j) + " is truncated at the end of the body";
-        return false;
-      }
-      if (b == kMaxVarintBytes) {
-        error = "delta index of entry " + std::to_string(j) + " is longer than 5 bytes";
-        return false;
-      }
-      const uint8_t byte = *p++;
-      gap |= static_cast<uint64_t>(byte & 0x7fu) << (7 * b);
-      if (!(byte & 0x80u)) break;
-    }
-    const uint64_t index = next + gap;
-    if (index >= n) {
-      error = "delta index of entry " + std::to_string(j) + " reaches " + std::to_string(index) +
-              ", out of range for " + std::to_string(n) + " elements";
-      return false;
-    }
-    out.index[j] = static_cast<uint32_t>(index);
-    next = index + 1;
-  }
+  if (!gwtopk::read_delta_indices(p, end, m, n, out.index.data(), error)) return false;
   if (p != end) {
     error = std::to_string(end - p) + " bytes follow the last delta index (body is " + std::to_string(size) +
             " bytes)";

@@ -5,12 +5,61 @@ namespace gwtopk {
 uint64_t body_bytes(gwc::SparseValues v, IndexFormat i, const uint32_t* idx, uint64_t m) {
   uint64_t bytes = kPreambleBytes + m * gwc::sparse_value_bytes(v);
   if (i == IndexFormat::u32) return bytes + 4 * m;
+  return bytes + delta_index_bytes(idx, m);
+}
+
+uint64_t delta_index_bytes(const uint32_t* idx, uint64_t m) {
+  uint64_t bytes = 0;
   uint32_t next = 0;  // previous index + 1
   for (uint64_t j = 0; j < m; ++j) {
     bytes += varint_bytes(idx[j] - next);
     next = idx[j] + 1;
   }
   return bytes;
+}
+
+uint8_t* write_delta_indices(const uint32_t* idx, uint64_t m, uint8_t* p) {
+  uint32_t next = 0;
+  for (uint64_t j = 0; j < m; ++j) {
+    uint32_t gap = idx[j] - next;
+    next = idx[j] + 1;
+    while (gap >= 0x80u) {
+      *p++ = static_cast<uint8_t>(gap | 0x80u);
+      gap >>= 7;
+    }
+    *p++ = static_cast<uint8_t>(gap);
+  }
+  return p;
+}
+
+bool read_delta_indices(const uint8_t*& p, const uint8_t* end, uint64_t m, uint64_t n, uint32_t* index,
+                        std::string& error) {
+  uint64_t next = 0;
+  for (uint64_t j = 0; j < m; ++j) {
+    uint64_t gap = 0;
+    for (uint32_t b = 0;; ++b) {
+      if (p == end) {
+        error = "delta index of entry " + std::to_string(j) + " is truncated at the end of the body";
+        return false;
+      }
+      if (b == kMaxVarintBytes) {
+        error = "delta index of entry " + std::to_string(j) + " is longer than 5 bytes";
+        return false;
+      }
+      const uint8_t byte = *p++;
+      gap |= static_cast<uint64_t>(byte & 0x7fu) << (7 * b);
+      if (!(byte & 0x80u)) break;
+    }
+    const uint64_t index_j = next + gap;
+    if (index_j >= n) {
+      error = "delta index of entry " + std::to_string(j) + " reaches " + std::to_string(index_j) +
+              ", out of range for " + std::to_string(n) + " elements";
+      return false;
+    }
+    index[j] = static_cast<uint32_t>(index_j);
+    next = index_j + 1;
+  }
+  return true;
 }
 
 void write_body(gwc::SparseValues v, IndexFormat i, gw_dtype dtype, const uint32_t* idx,
@@ -32,16 +81,7 @@ void write_body(gwc::SparseValues v, IndexFormat i, gw_dtype dtype, const uint32
     for (uint64_t j = 0; j < m; ++j) gwc::store_le32(p + 4 * j, idx[j]);
     return;
   }
-  uint32_t next = 0;
-  for (uint64_t j = 0; j < m; ++j) {
-    uint32_t gap = idx[j] - next;
-    next = idx[j] + 1;
-    while (gap >= 0x80u) {
-      *p++ = static_cast<uint8_t>(gap | 0x80u);
-      gap >>= 7;
-    }
-    *p++ = static_cast<uint8_t>(gap);
-  }
+  write_delta_indices(idx, m, p);
 }
 
 bool parse_body(const uint8_t* body, uint64_t size, uint64_t n, ParsedBody& out, std::string& error) {
@@ -103,31 +143,7 @@ bool parse_body(const uint8_t* body, uint64_t size, uint64_t n, ParsedBody& out,
     }
     return true;
   }
-  uint64_t next = 0;
-  for (uint64_t j = 0; j < out.m; ++j) {
-    uint64_t gap = 0;
-    for (uint32_t b = 0;; ++b) {
-      if (p == end) {
-        error = "delta index of entry " + std::to_string(j) + " is truncated at the end of the body";
-        return false;
-      }
-      if (b == kMaxVarintBytes) {
-        error = "delta index of entry " + std::to_string(j) + " is longer than 5 bytes";
-        return false;
-      }
-      const uint8_t byte = *p++;
-      gap |= static_cast<uint64_t>(byte & 0x7fu) << (7 * b);
-      if (!(byte & 0x80u)) break;
-    }
-    const uint64_t index = next + gap;
-    if (index >= n) {
-      error = "delta index of entry " + std::to_string(j) + " reaches " + std::to_string(index) +
-              ", out of range for " + std::to_string(n) + " elements";
-      return false;
-    }
-    out.index[j] = static_cast<uint32_t>(index);
-    next = index + 1;
-  }
+  if (!read_delta_indices(p, end, out.m, n, out.index.data(), error)) return false;
   if (p != end) {
     error = std::to_string(end - p) + " bytes follow the last delta index (body is " + std::to_string(size) +
             " bytes)";

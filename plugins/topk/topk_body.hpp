@@ -28,6 +28,16 @@ GW_HD uint32_t varint_bytes(uint32_t v) {
   return 1u + (v >= 1u << 7) + (v >= 1u << 14) + (v >= 1u << 21) + (v >= 1u << 28);
 }
 
+// The delta index coding of the sparse bodies (topk's delta format, sparseq's indices): m LEB128 varints
+// of index - previous - 1 (previous = -1), the indices strictly increasing.
+uint64_t delta_index_bytes(const uint32_t* idx, uint64_t m);
+// Writes them at p; returns the byte after the last.
+uint8_t* write_delta_indices(const uint32_t* idx, uint64_t m, uint8_t* p);
+// Reads m of them from [p, end) into `index`, each < n, and advances p; on anything malformed returns
+// false with `error` saying what was wrong.
+bool read_delta_indices(const uint8_t*& p, const uint8_t* end, uint64_t m, uint64_t n, uint32_t* index,
+                        std::string& error);
+
 // Worst-case body bytes for at most `entries` entries.
 inline uint64_t max_body_bytes(gwc::SparseValues v, IndexFormat i, uint64_t entries) {
   return kPreambleBytes + entries * (gwc::sparse_value_bytes(v) + (i == IndexFormat::u32 ? 4 : kMaxVarintBytes));
