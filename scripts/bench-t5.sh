@@ -84,5 +84,5 @@ for link in links:
 PY
 cat "$OUT/summary.md"
 if [ "$SAVE_RESULT" = 1 ]; then
-  python3 "$root/scripts/bench-report.py" save T5 --command "$0 $*" < "$OUT/summary.md"
+  python3 "$root/scripts/bench-report.py" save T5 --command "RATES=\"$RATES\" STEPS=$STEPS ${TARGET:+TARGET=$TARGET }scripts/bench-t5.sh $*" < "$OUT/summary.md"
 fi
