@@ -162,7 +162,10 @@ def render(key, results_dir=RESULTS):
     elif "table" in doc:
         body = doc["table"].strip()
     elif "output" in doc:
-        body = "```text\n" + doc["output"].strip("\n") + "\n```"
+        # A program's own output may stamp when it measured: the result file keeps that, the document
+        # describes the system and shows no dates.
+        output = re.sub(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", "(time in the result file)", doc["output"])
+        body = "```text\n" + output.strip("\n") + "\n```"
     else:
         raise SystemExit(f"{path}: no results, table or output")
     return provenance(key, doc) + "\n\n" + body + "\n"
