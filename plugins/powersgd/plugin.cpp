@@ -11,15 +11,21 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gw_codec/codec_base.hpp"
 #include "kernels.hpp"
+#include "pool.hpp"
 
 namespace {
 
 using gwc::fail;
+using psgd::Pool;
+
+// Threads a codec uses at most for its products (threads = 0: the cores the process may use, up to this).
+constexpr unsigned kMaxThreads = 64;
 
 struct Segment {
   uint64_t offset = 0, rows = 0, cols = 0;
@@ -98,6 +104,9 @@ class Codec final : public gwc::CodecBase {
     error_feedback_ = config.get_bool("residual_feedback", true);
     warm_start_ = config.get_bool("warm_start", true);
     start_step_ = uint64_t(config.get_int("start_step", 0));
+    const int64_t threads = config.get_int("threads", 0);
+    if (threads < 0) fail(GW_ERR_CONFIG, "powersgd: threads is " + std::to_string(threads) + "; give 0 (every core) or more");
+    threads_ = threads == 0 ? Pool::available(kMaxThreads) : unsigned(std::min<int64_t>(threads, kMaxThreads));
     const std::string format = config.get_string("factor_format", "f32");
     wire_ = format == "fp16" ? "fp16" : format == "int8" ? "int8" : "none";
     // int8 scales each block of 256 elements by its largest: each tensor's factor starts a block of its own,
@@ -179,7 +188,7 @@ class Codec final : public gwc::CodecBase {
       float* v = vector(next, b.p_elements + b.exact_elements);
       if (granule_ > 1) std::memset(v, 0, 4 * b.p_elements);  // the padding between factors
       for (const Segment& g : b.segments)
-        psgd::multiply(b.m.data() + g.offset, g.rows, g.cols, b.q.data() + g.q_at, rank_, v + g.p_at);
+        psgd::multiply(b.m.data() + g.offset, g.rows, g.cols, b.q.data() + g.q_at, rank_, v + g.p_at, pool());
       float* e = v + b.p_elements;
       for (const auto& [begin, end] : b.exact) {
         std::memcpy(e, b.m.data() + begin, 4 * (end - begin));
@@ -195,7 +204,8 @@ class Codec final : public gwc::CodecBase {
       if (granule_ > 1) std::memset(v, 0, 4 * b.q_elements);
       for (const Segment& g : b.segments) {
         psgd::orthogonalize(b.p.data() + g.p_at, g.rows, rank_);
-        psgd::multiply_transposed(b.m.data() + g.offset, g.rows, g.cols, b.p.data() + g.p_at, rank_, v + g.q_at);
+        psgd::multiply_transposed(b.m.data() + g.offset, g.rows, g.cols, b.p.data() + g.p_at, rank_, v + g.q_at,
+                                  pool());
       }
       if (error_feedback_) b.q_local.assign(v, v + b.q_elements);  // this rank's own share of the sum
       return;
@@ -216,13 +226,13 @@ class Codec final : public gwc::CodecBase {
     // The exact elements' residuals stay zero; the compressed tensors' are overwritten below.
     if (error_feedback_ && b.residual.size() != in.count) b.residual.assign(in.count, 0.0f);
     for (const Segment& g : b.segments) {
-      psgd::reconstruct(b.p.data() + g.p_at, b.q.data() + g.q_at, g.rows, g.cols, rank_, y + g.offset);
+      psgd::reconstruct(b.p.data() + g.p_at, b.q.data() + g.q_at, g.rows, g.cols, rank_, y + g.offset, pool());
       if (error_feedback_) {
         // What this rank's own M lost: M - P Q_localᵀ, Q_local = Mᵀ P its share of the summed Q. The
         // residuals add up over the ranks to the sum's error, as M - out / ranks's do, without the
         // differences between the ranks' M, which a quantised factor format would round again.
         psgd::subtract_product(b.m.data() + g.offset, b.p.data() + g.p_at, b.q_local.data() + g.q_at, g.rows,
-                               g.cols, rank_, b.residual.data() + g.offset);
+                               g.cols, rank_, b.residual.data() + g.offset, pool());
       }
     }
     const float* e = b.exact_sum.data();
@@ -350,7 +360,15 @@ class Codec final : public gwc::CodecBase {
     return buffers_[ctx.buffer_id] = std::move(b);
   }
 
+  // The products' threads, started on the first product (none for threads = 1).
+  Pool* pool() {
+    if (!pool_) pool_ = std::make_unique<Pool>(threads_);
+    return pool_.get();
+  }
+
   uint32_t rank_ = 4;
+  unsigned threads_ = 1;
+  std::unique_ptr<Pool> pool_;
   double min_compression_rate_ = 2;
   uint64_t min_elements_ = 0;
   bool error_feedback_ = true;
@@ -437,6 +455,10 @@ constexpr gw_config_key kKeys[] = {
      "Start each call's power iteration from the last call's Q (else from a fresh random Q).", 1.0, 0.0, nullptr},
     {sizeof(gw_config_key), "start_step", GW_CONFIG_INT, "0",
      "Calls with step below this are exact allreduces (PyTorch's start_powerSGD_iter).", 0.0, 9.0e15, nullptr},
+    {sizeof(gw_config_key), "threads", GW_CONFIG_INT, "0",
+     "Threads for the products of a large tensor (0: every core the process may use). The result is the same "
+     "bits whatever the count.",
+     0.0, 64.0, nullptr},
     {sizeof(gw_config_key), "factor_format", GW_CONFIG_STRING, "\"f32\"",
      "How P and Q travel: f32 (exact sums), fp16 or int8 (through that codec's compressed allreduce).", 1.0, 0.0,
      "f32|fp16|int8"},
