@@ -99,12 +99,32 @@ PSGD_INLINE void multiply_group(const float* m, uint64_t rows, uint64_t cols, co
     }
 }
 
-PSGD_CLONES void multiply_rows(const float* m, uint64_t rows, uint64_t cols, const float* q, uint32_t r, float* p,
-                               uint64_t i0, uint64_t i1) {
+// x given: rows [i, i + n) of m = x + res (res NULL: x) first, just before their dot products read them.
+PSGD_INLINE void sum_rows(const float* x, const float* res, float* m, uint64_t cols, uint64_t i, uint64_t n) {
+  if (!x) return;
+  const uint64_t at = i * cols, len = n * cols;
+  if (!res) {
+    if (m != x) std::memcpy(m + at, x + at, sizeof(float) * len);
+    return;
+  }
+  const float* __restrict xa = x + at;
+  const float* __restrict ra = res + at;
+  float* __restrict ma = m + at;
+  for (uint64_t j = 0; j < len; ++j) ma[j] = xa[j] + ra[j];
+}
+
+PSGD_CLONES void multiply_rows(const float* x, const float* res, float* m, uint64_t rows, uint64_t cols,
+                               const float* q, uint32_t r, float* p, uint64_t i0, uint64_t i1) {
   std::vector<float> acc(4 * size_t(r) * 32);
   uint64_t i = i0;
-  for (; i + 4 <= i1; i += 4) multiply_group<4>(m, rows, cols, q, r, p, i, acc.data());
-  for (; i < i1; ++i) multiply_group<1>(m, rows, cols, q, r, p, i, acc.data());
+  for (; i + 4 <= i1; i += 4) {
+    sum_rows(x, res, m, cols, i, 4);
+    multiply_group<4>(m, rows, cols, q, r, p, i, acc.data());
+  }
+  for (; i < i1; ++i) {
+    sum_rows(x, res, m, cols, i, 1);
+    multiply_group<1>(m, rows, cols, q, r, p, i, acc.data());
+  }
 }
 
 // Columns [j0, j1) of Q = M^T P, summed in a copy of them laid out strip by strip (the r columns' pieces of
@@ -236,7 +256,13 @@ PSGD_CLONES float dot(const float* a, const float* b, uint64_t n) {
 
 void multiply(const float* m, uint64_t rows, uint64_t cols, const float* q, uint32_t r, float* p, Pool* pool) {
   split(pool, rows, 4, rows * cols * r,
-        [&](uint64_t i0, uint64_t i1) { multiply_rows(m, rows, cols, q, r, p, i0, i1); });
+        [&](uint64_t i0, uint64_t i1) { multiply_rows(nullptr, nullptr, const_cast<float*>(m), rows, cols, q, r, p, i0, i1); });
+}
+
+void sum_multiply(const float* x, const float* res, float* m, uint64_t rows, uint64_t cols, const float* q, uint32_t r,
+                  float* p, Pool* pool) {
+  split(pool, rows, 4, rows * cols * r,
+        [&](uint64_t i0, uint64_t i1) { multiply_rows(x, res, m, rows, cols, q, r, p, i0, i1); });
 }
 
 void multiply_transposed(const float* m, uint64_t rows, uint64_t cols, const float* p, uint32_t r, float* q,

@@ -30,6 +30,10 @@ class Pool;
 
 // P[:, k] = M Q[:, k] for k < r.
 void multiply(const float* m, uint64_t rows, uint64_t cols, const float* q, uint32_t r, float* p, Pool* pool = nullptr);
+// M = X + R (R NULL: M = X; each sum one rounding), then P = M Q as multiply does: each row of M is summed
+// just before its dot products read it, so M is not read back from memory.
+void sum_multiply(const float* x, const float* res, float* m, uint64_t rows, uint64_t cols, const float* q, uint32_t r,
+                  float* p, Pool* pool = nullptr);
 // Q[:, k] = M^T P[:, k] for k < r.
 void multiply_transposed(const float* m, uint64_t rows, uint64_t cols, const float* p, uint32_t r, float* q,
                          Pool* pool = nullptr);

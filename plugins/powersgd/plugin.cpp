@@ -201,23 +201,22 @@ class Codec final : public gwc::CodecBase {
     }
     const bool two = !b.segments.empty();
     if (r == 0) {
-      // M = input + residual; P = M Q for the compressed tensors, then the exact elements.
+      // M = input + residual; P = M Q for the compressed tensors (each row of M summed just before its
+      // products), then the exact elements (input + residual, M's values, not kept).
       b.m.resize(in.count);
-      if (error_feedback_ && b.residual.size() == in.count) {
-        const float* res = b.residual.data();
-        float* mm = b.m.data();
-        for (uint64_t i = 0; i < in.count; ++i) mm[i] = x[i] + res[i];
-      } else {
-        std::memcpy(b.m.data(), x, 4 * in.count);
-      }
+      const float* res = error_feedback_ && b.residual.size() == in.count ? b.residual.data() : nullptr;
       first_q(ctx, b);
       float* v = vector(next, b.p_elements + b.exact_elements);
       if (granule_ > 1) std::memset(v, 0, 4 * b.p_elements);  // the padding between factors
       for (const Segment& g : b.segments)
-        psgd::multiply(b.m.data() + g.offset, g.rows, g.cols, b.q.data() + g.q_at, rank_, v + g.p_at, pool());
+        psgd::sum_multiply(x + g.offset, res ? res + g.offset : nullptr, b.m.data() + g.offset, g.rows, g.cols,
+                           b.q.data() + g.q_at, rank_, v + g.p_at, pool());
       float* e = v + b.p_elements;
       for (const auto& [begin, end] : b.exact) {
-        std::memcpy(e, b.m.data() + begin, 4 * (end - begin));
+        if (res)
+          for (uint64_t i = begin; i < end; ++i) e[i - begin] = x[i] + res[i];
+        else
+          std::memcpy(e, x + begin, 4 * (end - begin));
         e += end - begin;
       }
       return;

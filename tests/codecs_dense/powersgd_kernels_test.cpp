@@ -98,6 +98,13 @@ TEST(PowerSgdKernels, FollowTheDocumentedSummationOrderBitForBit) {
     std::vector<float> p(s.rows * s.r), qt(s.cols * s.r), out(s.rows * s.cols), res(s.rows * s.cols);
     psgd::multiply(m.data(), s.rows, s.cols, q.data(), s.r, p.data());
     EXPECT_TRUE(same_bits(p, ref_multiply(m, s, q)));
+    // sum_multiply: M = X + R row by row, then the same P.
+    const std::vector<float> r7 = normal(s.rows * s.cols, 7, 0.1f);
+    std::vector<float> summed(m.size()), ps(p.size()), added(m.size());
+    for (size_t i = 0; i < m.size(); ++i) added[i] = m[i] + r7[i];
+    psgd::sum_multiply(m.data(), r7.data(), summed.data(), s.rows, s.cols, q.data(), s.r, ps.data());
+    EXPECT_TRUE(same_bits(summed, added));
+    EXPECT_TRUE(same_bits(ps, ref_multiply(added, s, q)));
     psgd::multiply_transposed(m.data(), s.rows, s.cols, pin.data(), s.r, qt.data());
     EXPECT_TRUE(same_bits(qt, ref_multiply_transposed(m, s, pin)));
     psgd::reconstruct(pin.data(), q.data(), s.rows, s.cols, s.r, out.data());
@@ -121,10 +128,12 @@ TEST(PowerSgdKernels, ThreadedProductsEqualTheSingleThreadOnesBitForBit) {
     const auto run = [&](psgd::Pool* pool) {
       std::vector<float> pp(s.rows * s.r), qq(s.cols * s.r), out(s.rows * s.cols), res(s.rows * s.cols);
       psgd::multiply(m.data(), s.rows, s.cols, q.data(), s.r, pp.data(), pool);
+      std::vector<float> summed(m.size()), ps(pp.size());
+      psgd::sum_multiply(m.data(), m.data(), summed.data(), s.rows, s.cols, q.data(), s.r, ps.data(), pool);
       psgd::multiply_transposed(m.data(), s.rows, s.cols, p.data(), s.r, qq.data(), pool);
       psgd::reconstruct(p.data(), q.data(), s.rows, s.cols, s.r, out.data(), pool);
       psgd::subtract_product(m.data(), p.data(), q.data(), s.rows, s.cols, s.r, res.data(), pool);
-      return std::vector<std::vector<float>>{pp, qq, out, res};
+      return std::vector<std::vector<float>>{pp, qq, out, res, summed, ps};
     };
     const auto one = run(nullptr);
     for (psgd::Pool* pool : {&two, &three}) {
