@@ -49,6 +49,8 @@ def main():
     ap.add_argument("--cols", type=int, default=4096)
     ap.add_argument("--ranks", default="1,4,16")
     ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="powersgd's threads (0: every core the process may use, the codec's default)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rows, cols = a.rows, a.cols
@@ -57,7 +59,7 @@ def main():
     tgrad = torch.from_numpy(grad.copy())
     lines = []
     for r in [int(x) for x in a.ranks.split(",")]:
-        rt = gradwire.Runtime(text=f"[codec.powersgd]\nrank = {r}\n", env_overrides=False)
+        rt = gradwire.Runtime(text=f"[codec.powersgd]\nrank = {r}\nthreads = {a.threads}\n", env_overrides=False)
         comm = gradwire.Comm(rt, rank=0, world_size=1, allgather=lambda data: [data])
         codec = gradwire.Codec(rt, "powersgd")
         buf = np.empty_like(grad)
@@ -84,12 +86,14 @@ def main():
         lines.append(row)
         if a.json:
             print(json.dumps(row), flush=True)
+    threads = a.threads or min(len(os.sched_getaffinity(0)), 64)
     print("| case | gradwire powersgd (ms) | PyTorch powerSGD_hook compute (ms) | PyTorch / gradwire |")
     print("|---|---|---|---|")
     for row in lines:
         print(f"| {row['case']} | {row['ours_ms']:.1f} | {row['peer_ms']:.1f} | {row['ratio']:.2f} |")
     print(f"\nMedian of {a.reps} steps each (after 2 warm-up steps), alternating; torch {torch.__version__} with "
-          f"{torch.get_num_threads()} threads; gradwire's kernels on one thread. One step: M = gradient + residual, "
+          f"{torch.get_num_threads()} threads; gradwire's kernels on "
+          f"{threads} threads. One step: M = gradient + residual, "
           f"P = M Q, orthogonalise P, Q = M^T P, out = P Q^T, residual (gradwire: M - P Q^T with this rank's own Q; "
           f"PyTorch: M - out). Load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.")
 

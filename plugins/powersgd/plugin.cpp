@@ -11,19 +11,52 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gw_codec/codec_base.hpp"
+#include "cuda.hpp"
 #include "kernels.hpp"
+#include "pool.hpp"
 
 namespace {
 
 using gwc::fail;
+using psgd::Pool;
+
+// Threads a codec uses at most for its products (threads = 0: the cores the process may use, up to this).
+constexpr unsigned kMaxThreads = 64;
 
 struct Segment {
   uint64_t offset = 0, rows = 0, cols = 0;
   uint64_t p_at = 0, q_at = 0;  // where its P and Q start in the concatenated factors
+};
+
+// An array of floats in device memory (the device path), freed with its buffer.
+struct DeviceArray {
+  const psgd::cuda::Ops* ops = nullptr;
+  float* ptr = nullptr;
+  uint64_t n = 0;
+  DeviceArray() = default;
+  DeviceArray(DeviceArray&& o) noexcept : ops(o.ops), ptr(o.ptr), n(o.n) { o.ptr = nullptr; }
+  DeviceArray& operator=(DeviceArray&& o) noexcept {
+    std::swap(ops, o.ops);
+    std::swap(ptr, o.ptr);
+    std::swap(n, o.n);
+    return *this;
+  }
+  ~DeviceArray() {
+    if (ptr) ops->release(ptr);
+  }
+};
+
+// A buffer's arrays on the device, for calls with device tensors: M, the residual (when `residual_live`, the
+// buffer's host residual is stale), P, Q, this rank's Q and a round's vector.
+struct DeviceState {
+  int device = -1;
+  DeviceArray m, residual, p, q, q_local, vec;
+  bool residual_live = false;
 };
 
 // One buffer's state: the layout it was planned for, the warm-started Q, the residuals, and the
@@ -38,6 +71,7 @@ struct Buffer {
   std::vector<float> q;         // q_elements: every segment's Q, column by column
   std::vector<float> residual;  // count (error feedback), empty until the first call
   std::vector<float> m, p, q_local, exact_sum;
+  DeviceState dev;
 };
 
 void put_u64(std::vector<unsigned char>& out, uint64_t v) {
@@ -98,6 +132,9 @@ class Codec final : public gwc::CodecBase {
     error_feedback_ = config.get_bool("residual_feedback", true);
     warm_start_ = config.get_bool("warm_start", true);
     start_step_ = uint64_t(config.get_int("start_step", 0));
+    const int64_t threads = config.get_int("threads", 0);
+    if (threads < 0) fail(GW_ERR_CONFIG, "powersgd: threads is " + std::to_string(threads) + "; give 0 (every core) or more");
+    threads_ = threads == 0 ? Pool::available(kMaxThreads) : unsigned(std::min<int64_t>(threads, kMaxThreads));
     const std::string format = config.get_string("factor_format", "f32");
     wire_ = format == "fp16" ? "fp16" : format == "int8" ? "int8" : "none";
     // int8 scales each block of 256 elements by its largest: each tensor's factor starts a block of its own,
@@ -109,7 +146,8 @@ class Codec final : public gwc::CodecBase {
 
   gw_codec_properties properties() const override {
     gw_codec_properties p = GW_CODEC_PROPERTIES_INIT;
-    p.flags = GW_CODEC_STATEFUL;
+    // GW_CODEC_CUDA: the rounds take device tensors (round_cuda) in a plugin built with cuda.cu.
+    p.flags = GW_CODEC_STATEFUL | (cuda_ ? uint32_t(GW_CODEC_CUDA) : 0u);
     p.sum_dtype = GW_DTYPE_F32;
     p.dtypes = 1u << GW_DTYPE_F32;
     return p;
@@ -148,8 +186,13 @@ class Codec final : public gwc::CodecBase {
   void round(const gw_codec_context& ctx, uint32_t r, const gw_tensor& in, const gw_tensor* reduced, gw_tensor* next,
              gw_tensor* out) {
     check_tensor(in, 1u << GW_DTYPE_F32, "input");
-    if (in.memory != GW_MEMORY_HOST) fail(GW_ERR_UNSUPPORTED, "powersgd runs on host memory; pass host tensors");
     Buffer& b = buffer(ctx, in.count);
+    if (in.memory == GW_MEMORY_CUDA) {
+      gwc::refuse_cuda(*this, in, cuda_);
+      round_cuda(ctx, r, in, reduced, next, out, b);
+      return;
+    }
+    host_residual(b);
     const auto* x = static_cast<const float*>(in.data);
     if (ctx.step < start_step_) {  // plain exact allreduce before start_step (no residual kept)
       if (r == 0) copy_out(x, in.count, next);
@@ -158,31 +201,22 @@ class Codec final : public gwc::CodecBase {
     }
     const bool two = !b.segments.empty();
     if (r == 0) {
-      // M = input + residual; P = M Q for the compressed tensors, then the exact elements.
+      // M = input + residual; P = M Q for the compressed tensors (each row of M summed just before its
+      // products), then the exact elements (input + residual, M's values, not kept).
       b.m.resize(in.count);
-      if (error_feedback_ && b.residual.size() == in.count) {
-        const float* res = b.residual.data();
-        float* mm = b.m.data();
-        for (uint64_t i = 0; i < in.count; ++i) mm[i] = x[i] + res[i];
-      } else {
-        std::memcpy(b.m.data(), x, 4 * in.count);
-      }
-      if (!b.q_ready || !warm_start_) {
-        b.q.resize(b.q_elements);
-        for (size_t s = 0; s < b.segments.size(); ++s) {
-          const Segment& g = b.segments[s];
-          fill_normal(b.q.data() + g.q_at, g.cols * rank_, ctx.seed ^ (uint64_t(s) * 0xd1b54a32d192ed03ull) ^ ctx.step * uint64_t(!warm_start_));
-          psgd::orthogonalize(b.q.data() + g.q_at, g.cols, rank_);
-        }
-        b.q_ready = true;
-      }
+      const float* res = error_feedback_ && b.residual.size() == in.count ? b.residual.data() : nullptr;
+      first_q(ctx, b);
       float* v = vector(next, b.p_elements + b.exact_elements);
       if (granule_ > 1) std::memset(v, 0, 4 * b.p_elements);  // the padding between factors
       for (const Segment& g : b.segments)
-        psgd::multiply(b.m.data() + g.offset, g.rows, g.cols, b.q.data() + g.q_at, rank_, v + g.p_at);
+        psgd::sum_multiply(x + g.offset, res ? res + g.offset : nullptr, b.m.data() + g.offset, g.rows, g.cols,
+                           b.q.data() + g.q_at, rank_, v + g.p_at, pool());
       float* e = v + b.p_elements;
       for (const auto& [begin, end] : b.exact) {
-        std::memcpy(e, b.m.data() + begin, 4 * (end - begin));
+        if (res)
+          for (uint64_t i = begin; i < end; ++i) e[i - begin] = x[i] + res[i];
+        else
+          std::memcpy(e, x + begin, 4 * (end - begin));
         e += end - begin;
       }
       return;
@@ -195,7 +229,8 @@ class Codec final : public gwc::CodecBase {
       if (granule_ > 1) std::memset(v, 0, 4 * b.q_elements);
       for (const Segment& g : b.segments) {
         psgd::orthogonalize(b.p.data() + g.p_at, g.rows, rank_);
-        psgd::multiply_transposed(b.m.data() + g.offset, g.rows, g.cols, b.p.data() + g.p_at, rank_, v + g.q_at);
+        psgd::multiply_transposed(b.m.data() + g.offset, g.rows, g.cols, b.p.data() + g.p_at, rank_, v + g.q_at,
+                                  pool());
       }
       if (error_feedback_) b.q_local.assign(v, v + b.q_elements);  // this rank's own share of the sum
       return;
@@ -216,13 +251,13 @@ class Codec final : public gwc::CodecBase {
     // The exact elements' residuals stay zero; the compressed tensors' are overwritten below.
     if (error_feedback_ && b.residual.size() != in.count) b.residual.assign(in.count, 0.0f);
     for (const Segment& g : b.segments) {
-      psgd::reconstruct(b.p.data() + g.p_at, b.q.data() + g.q_at, g.rows, g.cols, rank_, y + g.offset);
+      psgd::reconstruct(b.p.data() + g.p_at, b.q.data() + g.q_at, g.rows, g.cols, rank_, y + g.offset, pool());
       if (error_feedback_) {
         // What this rank's own M lost: M - P Q_localᵀ, Q_local = Mᵀ P its share of the summed Q. The
         // residuals add up over the ranks to the sum's error, as M - out / ranks's do, without the
         // differences between the ranks' M, which a quantised factor format would round again.
         psgd::subtract_product(b.m.data() + g.offset, b.p.data() + g.p_at, b.q_local.data() + g.q_at, g.rows,
-                               g.cols, rank_, b.residual.data() + g.offset);
+                               g.cols, rank_, b.residual.data() + g.offset, pool());
       }
     }
     const float* e = b.exact_sum.data();
@@ -234,7 +269,114 @@ class Codec final : public gwc::CodecBase {
     for (float& v : b.q) v *= share;
   }
 
-  std::vector<unsigned char> save() const {
+  // The device path: the same rounds as round() with in and out in device memory (the round's vectors,
+  // reduced and next, in host or device memory), computed by cuda.cu's kernels in kernels.hpp's order, so
+  // the bits are the host path's. Q (small) stays on the host between calls, as in the host path.
+  void round_cuda(const gw_codec_context& ctx, uint32_t r, const gw_tensor& in, const gw_tensor* reduced,
+                  gw_tensor* next, gw_tensor* out, Buffer& b) {
+    const psgd::cuda::Ops& o = *static_cast<const psgd::cuda::Ops*>(cuda_);
+    DeviceState& d = b.dev;
+    void* const stream = in.stream;
+    if (d.device != in.device) {  // arrays of another device are of no use here
+      host_residual(b);
+      d = DeviceState{};
+    }
+    d.device = in.device;
+    cu(o.set_device(in.device, error_), "set_device");
+    const auto* x = static_cast<const float*>(in.data);
+    const bool last = !next;
+    if (last) {
+      if (!out) fail(GW_ERR_INVALID_ARGUMENT, "powersgd: the last round needs out");
+      check_tensor(*out, 1u << GW_DTYPE_F32, "output");
+      if (out->memory != GW_MEMORY_CUDA || out->device != in.device)
+        fail(GW_ERR_INVALID_ARGUMENT, "powersgd: in is on CUDA device " + std::to_string(in.device) +
+                                          ", out is not; pass both on the same device");
+      if (out->count != in.count) fail(GW_ERR_INVALID_ARGUMENT, "powersgd: out and in differ in count");
+    }
+    if (ctx.step < start_step_) {
+      if (r == 0) cu(o.copy(vector(next, in.count), x, in.count, stream, error_), "copy");
+      else cu(o.copy(static_cast<float*>(out->data), sums(reduced, in.count), in.count, stream, error_), "copy");
+      return;
+    }
+    const bool two = !b.segments.empty();
+    if (r == 0) {
+      ensure(d.m, in.count);
+      if (error_feedback_ && !d.residual_live && b.residual.size() == in.count) {
+        ensure(d.residual, in.count);  // a residual loaded from a checkpoint or left by a host call
+        cu(o.copy(d.residual.ptr, b.residual.data(), in.count, stream, error_), "copy");
+        d.residual_live = true;
+      }
+      const bool add = error_feedback_ && d.residual_live && d.residual.n == in.count;
+      cu(o.add(x, add ? d.residual.ptr : nullptr, d.m.ptr, in.count, stream, error_), "add");
+      first_q(ctx, b);
+      ensure(d.q, b.q_elements);
+      cu(o.copy(d.q.ptr, b.q.data(), b.q_elements, stream, error_), "copy");
+      const uint64_t n = b.p_elements + b.exact_elements;
+      ensure(d.vec, n);
+      cu(o.zero(d.vec.ptr, b.p_elements, stream, error_), "zero");
+      for (const Segment& g : b.segments)
+        cu(o.multiply(d.m.ptr + g.offset, g.rows, g.cols, d.q.ptr + g.q_at, rank_, d.vec.ptr + g.p_at, stream, error_),
+           "multiply");
+      float* e = d.vec.ptr + b.p_elements;
+      for (const auto& [begin, end] : b.exact) {
+        cu(o.copy(e, d.m.ptr + begin, end - begin, stream, error_), "copy");
+        e += end - begin;
+      }
+      cu(o.copy(vector(next, n), d.vec.ptr, n, stream, error_), "copy");
+      return;
+    }
+    if (r == 1 && two) {
+      const float* sum = sums(reduced, b.p_elements + b.exact_elements);
+      ensure(d.p, b.p_elements);
+      cu(o.copy(d.p.ptr, sum, b.p_elements, stream, error_), "copy");
+      b.exact_sum.resize(b.exact_elements);
+      cu(o.copy(b.exact_sum.data(), sum + b.p_elements, b.exact_elements, stream, error_), "copy");
+      ensure(d.q_local, b.q_elements);
+      cu(o.zero(d.q_local.ptr, b.q_elements, stream, error_), "zero");
+      for (const Segment& g : b.segments) {
+        cu(o.orthogonalize(d.p.ptr + g.p_at, g.rows, rank_, stream, error_), "orthogonalize");
+        cu(o.multiply_transposed(d.m.ptr + g.offset, g.rows, g.cols, d.p.ptr + g.p_at, rank_, d.q_local.ptr + g.q_at,
+                                 stream, error_),
+           "multiply_transposed");
+      }
+      cu(o.copy(vector(next, b.q_elements), d.q_local.ptr, b.q_elements, stream, error_), "copy");
+      return;
+    }
+    if (two) {
+      b.q.resize(b.q_elements);
+      cu(o.copy(b.q.data(), sums(reduced, b.q_elements), b.q_elements, stream, error_), "copy");
+      cu(o.copy(d.q.ptr, b.q.data(), b.q_elements, stream, error_), "copy");
+    } else {
+      b.exact_sum.resize(b.exact_elements);
+      cu(o.copy(b.exact_sum.data(), sums(reduced, b.exact_elements), b.exact_elements, stream, error_), "copy");
+    }
+    auto* y = static_cast<float*>(out->data);
+    if (error_feedback_ && !(d.residual_live && d.residual.n == in.count)) {
+      ensure(d.residual, in.count);  // the exact elements' residuals stay zero
+      cu(o.zero(d.residual.ptr, in.count, stream, error_), "zero");
+      d.residual_live = true;
+    }
+    for (const Segment& g : b.segments) {
+      cu(o.product(nullptr, d.p.ptr + g.p_at, d.q.ptr + g.q_at, g.rows, g.cols, rank_, y + g.offset, stream, error_),
+         "product");
+      if (error_feedback_)
+        cu(o.product(d.m.ptr + g.offset, d.p.ptr + g.p_at, d.q_local.ptr + g.q_at, g.rows, g.cols, rank_,
+                     d.residual.ptr + g.offset, stream, error_),
+           "product");
+    }
+    const float* e = b.exact_sum.data();
+    for (const auto& [begin, end] : b.exact) {
+      cu(o.copy(y + begin, e, end - begin, stream, error_), "copy");
+      e += end - begin;
+    }
+    cu(o.synchronize(stream, error_), "synchronize");  // out is complete when the round returns
+    if (error_feedback_) b.residual.clear();  // on the device now
+    const float share = 1.0f / float(ctx.world_size ? ctx.world_size : 1);
+    for (float& v : b.q) v *= share;
+  }
+
+  std::vector<unsigned char> save() {
+    for (auto& [id, b] : buffers_) host_residual(b);
     std::vector<unsigned char> out;
     put_u64(out, 1);  // this blob's version
     put_u64(out, rank_);
@@ -350,7 +492,54 @@ class Codec final : public gwc::CodecBase {
     return buffers_[ctx.buffer_id] = std::move(b);
   }
 
+  // A first Q (random normal, orthogonalised; every rank draws the same from the seed), or a fresh one at
+  // every call without warm start.
+  void first_q(const gw_codec_context& ctx, Buffer& b) {
+    if (b.q_ready && warm_start_) return;
+    b.q.resize(b.q_elements);
+    for (size_t s = 0; s < b.segments.size(); ++s) {
+      const Segment& g = b.segments[s];
+      fill_normal(b.q.data() + g.q_at, g.cols * rank_,
+                  ctx.seed ^ (uint64_t(s) * 0xd1b54a32d192ed03ull) ^ ctx.step * uint64_t(!warm_start_));
+      psgd::orthogonalize(b.q.data() + g.q_at, g.cols, rank_);
+    }
+    b.q_ready = true;
+  }
+
+  // The residual in b.residual, copied back from the device if a device call left it there.
+  void host_residual(Buffer& b) {
+    DeviceState& d = b.dev;
+    if (!d.residual_live) return;
+    const auto& o = *static_cast<const psgd::cuda::Ops*>(cuda_);
+    cu(o.set_device(d.device, error_), "set_device");
+    b.residual.resize(d.residual.n);
+    cu(o.copy(b.residual.data(), d.residual.ptr, d.residual.n, nullptr, error_), "copy");
+    d.residual_live = false;
+  }
+
+  void ensure(DeviceArray& a, uint64_t n) {
+    if (a.ptr && a.n == n) return;
+    a = DeviceArray{};
+    a.ops = static_cast<const psgd::cuda::Ops*>(cuda_);
+    cu(a.ops->alloc(&a.ptr, n, error_), "alloc");
+    a.n = n;
+  }
+
+  void cu(int rc, const char* what) const {
+    if (rc != 0) gwc::fail_cuda(*this, what, rc, error_);
+  }
+
+  // The products' threads, started on the first product (none for threads = 1).
+  Pool* pool() {
+    if (!pool_) pool_ = std::make_unique<Pool>(threads_);
+    return pool_.get();
+  }
+
   uint32_t rank_ = 4;
+  unsigned threads_ = 1;
+  std::unique_ptr<Pool> pool_;
+  const void* cuda_ = GW_CODEC_CUDA_OPS(psgd::cuda::ops());  // cuda.cu's kernels, NULL without CUDA
+  mutable char error_[128] = {};
   double min_compression_rate_ = 2;
   uint64_t min_elements_ = 0;
   bool error_feedback_ = true;
@@ -437,6 +626,10 @@ constexpr gw_config_key kKeys[] = {
      "Start each call's power iteration from the last call's Q (else from a fresh random Q).", 1.0, 0.0, nullptr},
     {sizeof(gw_config_key), "start_step", GW_CONFIG_INT, "0",
      "Calls with step below this are exact allreduces (PyTorch's start_powerSGD_iter).", 0.0, 9.0e15, nullptr},
+    {sizeof(gw_config_key), "threads", GW_CONFIG_INT, "0",
+     "Threads for the products of a large tensor (0: every core the process may use). The result is the same "
+     "bits whatever the count.",
+     0.0, 64.0, nullptr},
     {sizeof(gw_config_key), "factor_format", GW_CONFIG_STRING, "\"f32\"",
      "How P and Q travel: f32 (exact sums), fp16 or int8 (through that codec's compressed allreduce).", 1.0, 0.0,
      "f32|fp16|int8"},

@@ -48,8 +48,9 @@ void check_shapes(const gw_tensor_shape* shapes, uint32_t num_shapes, uint64_t c
 
 Task allreduce_rounds(Collective& c, CompressedArgs a) {
   Codec& codec = *a.codec;
-  if (a.memory && !a.memory->direct_payloads())
-    fail(GW_ERR_UNSUPPORTED, "codec '" + codec.name() + "' reduces in rounds on host memory only; pass host tensors");
+  // The input and the output are where the tensor is (a codec with CUDA kernels gets device tensors on
+  // their stream); each round's vector, small, is summed in host memory.
+  TensorMemory* memory = a.memory.get();
   gw_codec_context ctx = a.ctx;
   ctx.struct_size = sizeof(gw_codec_context);
   ctx.rank = c.rank();
@@ -67,7 +68,7 @@ Task allreduce_rounds(Collective& c, CompressedArgs a) {
   };
   gw_codec_round_plan plan = GW_CODEC_ROUND_PLAN_INIT;
   timed([&] { plan = codec.round_plan(ctx, a.count); });
-  const gw_tensor input = host_tensor(in, a.count);
+  const gw_tensor input = memory ? memory->tensor(in, a.count) : host_tensor(in, a.count);
   std::vector<float> reduced, next;
   std::vector<uint32_t> everyone(c.size());
   std::iota(everyone.begin(), everyone.end(), 0u);
@@ -80,7 +81,7 @@ Task allreduce_rounds(Collective& c, CompressedArgs a) {
       next.resize(plan.elements[r]);
       vector = host_tensor(next.data(), next.size());
     }
-    gw_tensor out = host_tensor(a.buf, a.count);
+    gw_tensor out = memory ? memory->tensor(a.buf, a.count) : host_tensor(a.buf, a.count);
     timed([&] { codec.round(ctx, r, input, r > 0 ? &sum : nullptr, last ? nullptr : &vector, last ? &out : nullptr); });
     if (last) break;
     std::swap(reduced, next);
@@ -109,7 +110,10 @@ Task allreduce_rounds(Collective& c, CompressedArgs a) {
     }
     c.set_group({}, 0);
   }
-  if (a.op == GW_REDUCE_AVG && c.size() > 1) divide(a.buf, a.count, GW_DTYPE_F32, c.size());
+  if (a.op == GW_REDUCE_AVG && c.size() > 1) {
+    if (memory) memory->divide(a.buf, a.count, c.size());
+    else divide(a.buf, a.count, GW_DTYPE_F32, c.size());
+  }
   if (a.stats != nullptr) {
     a.stats->raw_bytes += 4 * a.count;
     a.stats->wire_bytes += c.bytes_sent();

@@ -4,7 +4,8 @@
 #   2. G3: ctest -L gpu — the CUDA codecs write the CPU path's bytes; the NCCL transport on one rank
 #      (init, every native collective, point-to-point, abort of a pending operation, timeout); device
 #      tensors through the C ABI (compressed allreduce encoded on the device == host bits, on one rank
-#      and on three ranks for every codec; gw_sync f32/bf16; NCCL collectives);
+#      and on three ranks for every codec; gw_sync f32/bf16; NCCL collectives; powersgd's CUDA rounds ==
+#      its CPU rounds, bit for bit);
 #   3. G1: each dense codec's encode + decode, 256 MiB .. 2 GiB, against device-to-device cudaMemcpy;
 #   4. G2: (top-k against torch.topk) — see the marked section below;
 #   5. PyTorch DDP with an NCCL process group and gradwire's hook, against the CPU path
@@ -28,7 +29,7 @@ echo "== build"
 cmake --build "$build" -j "$jobs" --target gw_plugin_fp16 gw_plugin_bf16 gw_plugin_int8 gw_plugin_onebit \
   gw_plugin_topk gw_plugin_randomk gpu_codecs_test gw_gpu_g1 gpu_sparse_test gpu_sparse_cabi_test gw_gpu_g2 \
   gw_plugin_nccl nccl_transport_test gpu_path_test device_rank gradwire_cli gw_plugin_ucx gw_plugin_none \
-  gw_plugin_every_step gradwire
+  gw_plugin_every_step gradwire gw_plugin_powersgd gpu_powersgd_test
 
 echo "== G3, the NCCL transport on one rank, device tensors through the C ABI (ctest -L gpu)"
 status=0

@@ -85,6 +85,35 @@ TEST(DevicePath, CompressedAllreduceOnDeviceEqualsHostBits) {
   }
 }
 
+// powersgd's rounds on device tensors (M, P and the residuals on the device, each round's vector summed on
+// the host) write the host path's bits, over two calls (the second warm-started, with the first's residual).
+TEST(DevicePath, PowerSgdRoundsOnDeviceEqualHostBits) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  OneRank r("[codec.powersgd]\nrank = 3\n");
+  gw_codec* on_host = nullptr;
+  gw_codec* on_device = nullptr;
+  ASSERT_EQ(gw_codec_create(r.rt, "powersgd", &on_host), GW_OK) << gw_last_error();
+  ASSERT_EQ(gw_codec_create(r.rt, "powersgd", &on_device), GW_OK) << gw_last_error();
+  const gw_tensor_shape shapes[] = {{0, 300, 200}, {60000 + 3, 97, 401}};
+  for (uint64_t step = 0; step < 2; ++step) {
+    std::vector<float> host = values(60000 + 3 + 97 * 401 + 11);
+    Device<float> dev(host);
+    gw_codec_context ctx = GW_CODEC_CONTEXT_INIT;
+    ctx.seed = 5;
+    ctx.step = step;
+    ctx.buffer_id = 2;
+    ctx.shapes = shapes;
+    ctx.num_shapes = 2;
+    gw_tensor th = tensor(GW_MEMORY_HOST, GW_DTYPE_F32, host.data(), host.size());
+    gw_tensor td = tensor(GW_MEMORY_CUDA, GW_DTYPE_F32, dev.p, dev.n);
+    ASSERT_EQ(gw_allreduce_compressed(r.comm, on_host, &ctx, &th, &th, GW_REDUCE_AVG), GW_OK) << gw_last_error();
+    ASSERT_EQ(gw_allreduce_compressed(r.comm, on_device, &ctx, &td, &td, GW_REDUCE_AVG), GW_OK) << gw_last_error();
+    EXPECT_EQ(std::memcmp(dev.get().data(), host.data(), 4 * host.size()), 0) << "step " << step;
+  }
+  gw_codec_destroy(on_host);
+  gw_codec_destroy(on_device);
+}
+
 // Three ranks on this machine's devices, every codec with CUDA kernels and so every compressed
 // algorithm: encoded and decoded on the device, only payloads staged to the host (tests/gpu/device_rank).
 TEST(DevicePath, CompressedAllreduceOnDeviceEqualsHostBitsOnThreeRanks) {

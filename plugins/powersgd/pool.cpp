@@ -1,0 +1,81 @@
+#include "pool.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+
+namespace psgd {
+
+Pool::Pool(unsigned threads) {
+  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+}
+
+Pool::~Pool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+unsigned Pool::available(unsigned limit) {
+  unsigned n = 0;
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = unsigned(CPU_COUNT(&set));
+#endif
+  if (n == 0) n = std::thread::hardware_concurrency();
+  return std::clamp(n, 1u, std::max(limit, 1u));
+}
+
+bool Pool::take(unsigned* i) {  // mutex_ held
+  if (job_ == nullptr || next_ >= parts_) return false;
+  *i = next_++;
+  return true;
+}
+
+void Pool::run(unsigned parts, const std::function<void(unsigned)>& part) {
+  if (parts == 0) return;
+  if (workers_.empty() || parts == 1) {
+    for (unsigned i = 0; i < parts; ++i) part(i);
+    return;
+  }
+  std::lock_guard<std::mutex> one(run_mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  job_ = &part;
+  parts_ = parts;
+  next_ = 0;
+  finished_ = 0;
+  ++generation_;
+  wake_.notify_all();
+  unsigned i;
+  while (take(&i)) {
+    lock.unlock();
+    part(i);
+    lock.lock();
+    ++finished_;
+  }
+  done_.wait(lock, [&] { return finished_ == parts_; });
+  job_ = nullptr;
+}
+
+void Pool::work() {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
+    if (stop_) return;
+    seen = generation_;
+    unsigned i;
+    while (take(&i)) {
+      const std::function<void(unsigned)>* job = job_;
+      lock.unlock();
+      (*job)(i);
+      lock.lock();
+      if (++finished_ == parts_) done_.notify_all();
+    }
+  }
+}
+
+}  // namespace psgd
