@@ -77,6 +77,9 @@ def read_table(root, errors):
                               "(add one, or remove the name)")
             elif dep == area:
                 errors.append(f"{TABLE}:{table.line[area]}: {area} depends on itself")
+            elif table.order.index(dep) > table.order.index(area) and table.kind[area] != "client":
+                errors.append(f"{TABLE}:{table.line[area]}: {area} depends on {dep}, whose line comes later: "
+                              "a line comes after the lines of its dependencies (CMake makes the targets in order)")
             elif table.kind[dep] == "client":
                 errors.append(f"{TABLE}:{table.line[area]}: {area} depends on {dep}, a client of the C ABI "
                               "that nothing of the library may use")
