@@ -5,7 +5,6 @@
 
 #include "capi/blocking.hpp"
 #include "collectives/algorithms.hpp"
-#include "collectives/reduce.hpp"
 #include "comm/allreduce_start.hpp"
 #include "comm/communicator.hpp"
 #include "comm/create.hpp"
@@ -14,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 #include "instance/runtime.hpp"
+#include "kernels/reduce.hpp"
 
 namespace {
 

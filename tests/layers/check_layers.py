@@ -12,8 +12,9 @@ targets from the same table (runtime/CMakeLists.txt). This program fails, naming
   - (--check-doc) when the block between <!-- layers begin --> and <!-- layers end --> in
     docs/architecture.md differs from what the table gives (--write-doc rewrites it).
 Files are every C, C++ and CUDA source and header of the area's folder and its subfolders, and the
-templates of generated sources (*.in, e.g. model/reference.cpp.in). A header-only area's include/ folder
-names what it is included as (runtime/kernels/include/gw_kernels: <gw_kernels/...> is kernels).
+templates of generated sources (*.in, e.g. model/reference.cpp.in). The folders of an area's include/
+(headers that code outside the runtime includes too) name it as well (runtime/kernels/include/gw_kernels:
+<gw_kernels/...> is kernels).
 
   check_layers.py --root .                 the include and table checks
   check_layers.py --root . --check-doc     the same, and the document's block
@@ -116,15 +117,14 @@ def find_cycle(table):
 
 
 def include_names(root, table):
-    """What an include's first folder names: an area (its folder) or a header area's include/ folder."""
+    """What an include's first folder names: an area (its folder) or a folder in an area's include/."""
     names = {area: area for area in table.order}
     for area in table.order:
-        if table.kind[area] == "header":
-            inc = os.path.join(root, "runtime", area, "include")
-            if os.path.isdir(inc):
-                for name in sorted(os.listdir(inc)):
-                    if os.path.isdir(os.path.join(inc, name)):
-                        names[name] = area
+        inc = os.path.join(root, "runtime", area, "include")
+        if os.path.isdir(inc):
+            for name in sorted(os.listdir(inc)):
+                if os.path.isdir(os.path.join(inc, name)):
+                    names[name] = area
     return names
 
 
@@ -315,11 +315,11 @@ def self_test():
             f.write('#include "comm/communicator.hpp"\n')
         expect("cycle", root, ["a cycle: core -> comm -> ", " -> core"])
 
-        # A header area included through its include/ folder, undeclared.
+        # An area included through its include/ folder (<gw_kernels/...>), undeclared.
         root = fresh()
         with open(os.path.join(root, "runtime/config/config.cpp"), "a") as f:
             f.write("#include <gw_kernels/fp16.h>\n")
-        expect("header area", root, ["runtime/config/config.cpp:", "of kernels"])
+        expect("include/ folder", root, ["runtime/config/config.cpp:", "of kernels"])
 
         # A declared dependency that nothing includes, and a folder without a line.
         root = fresh()
@@ -339,7 +339,7 @@ def self_test():
     if failures:
         print("check_layers self-test failed:\n" + "\n".join(failures))
         return 1
-    print("check_layers self-test: a back-edge, a cycle, an undeclared header area, an unused dependency, "
+    print("check_layers self-test: a back-edge, a cycle, an undeclared <gw_kernels/...> include, an unused dependency, "
           "an undeclared folder and a stale drawing each fail")
     return 0
 
