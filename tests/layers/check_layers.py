@@ -7,6 +7,7 @@ targets from the same table (runtime/CMakeLists.txt). This program fails, naming
     rule is direct: an area's line names every area its own files include, not only the nearest; what
     those areas include in turn comes along through their headers and is their line's business;
   - when a line names an area that none of the area's files include (the table says no more than is so);
+  - on an include by relative path ("../comm/x.hpp"), which would hide an area's name from the check;
   - on a cycle among the declared dependencies, a dependency on an area without a line, a folder of
     runtime/ without a line or a line without a folder;
   - (--check-doc) when the block between <!-- layers begin --> and <!-- layers end --> in
@@ -170,6 +171,10 @@ def check(root):
                 continue
             for number, text in enumerate(lines, 1):
                 m = INCLUDE.match(text)
+                if m and (m.group(1).startswith("./") or "../" in m.group(1)):
+                    errors.append(f"{rel}:{number}: \"{m.group(1)}\" is a relative path, which this check cannot "
+                                  "follow: write \"area/name.hpp\" from runtime/")
+                    continue
                 if not m or "/" not in m.group(1):
                     continue
                 target = names.get(m.group(1).split("/")[0])
@@ -306,6 +311,12 @@ def self_test():
         planted = len(open(os.path.join(root, "runtime/core/error.hpp")).read().splitlines())
         expect("back-edge", root, [f"runtime/core/error.hpp:{planted}: core includes \"comm/communicator.hpp\""])
 
+        # A back-edge through a relative path.
+        root = fresh()
+        with open(os.path.join(root, "runtime/core/log.cpp"), "a") as f:
+            f.write('#include "../comm/communicator.hpp"\n')
+        expect("relative path", root, ["runtime/core/log.cpp:", "is a relative path"])
+
         # The same declared: now a cycle.
         root = fresh()
         table = os.path.join(root, TABLE)
@@ -339,7 +350,7 @@ def self_test():
     if failures:
         print("check_layers self-test failed:\n" + "\n".join(failures))
         return 1
-    print("check_layers self-test: a back-edge, a cycle, an undeclared <gw_kernels/...> include, an unused dependency, "
+    print("check_layers self-test: a back-edge, a relative include, a cycle, an undeclared <gw_kernels/...> include, an unused dependency, "
           "an undeclared folder and a stale drawing each fail")
     return 0
 
