@@ -7,8 +7,8 @@
 #include "codec/codec.hpp"
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"
-#include "core/runtime.hpp"
 #include "core/tensor.hpp"
+#include "instance/runtime.hpp"
 
 namespace {
 

@@ -3,17 +3,17 @@
 
 #include <cstring>
 
-#include "collectives/algorithms.hpp"
-#include "collectives/reduce.hpp"
 #include "capi/blocking.hpp"
-#include "comm/communicator.hpp"
+#include "collectives/algorithms.hpp"
 #include "comm/allreduce_start.hpp"
+#include "comm/communicator.hpp"
 #include "comm/create.hpp"
 #include "comm/native.hpp"
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
-#include "core/runtime.hpp"
+#include "instance/runtime.hpp"
+#include "kernels/reduce.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"
-#include "core/runtime.hpp"
+#include "instance/runtime.hpp"
 
 namespace {
 

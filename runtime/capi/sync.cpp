@@ -7,7 +7,7 @@
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
-#include "core/runtime.hpp"
+#include "instance/runtime.hpp"
 #include "sync/synchronizer.hpp"
 
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/collective.hpp"
-#include "comm/task.hpp"
+#include "group/collective.hpp"
+#include "group/task.hpp"
 
 namespace gw::coll {
 

@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "collectives/algorithms.hpp"
-#include "collectives/reduce.hpp"
+#include "kernels/reduce.hpp"
 
 namespace gw::coll {
 namespace {

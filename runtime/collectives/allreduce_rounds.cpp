@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "collectives/compressed.hpp"
-#include "collectives/reduce.hpp"
 #include "core/error.hpp"
+#include "kernels/reduce.hpp"
 
 namespace gw::coll {
 namespace {

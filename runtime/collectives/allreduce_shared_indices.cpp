@@ -4,9 +4,9 @@
 #include "codec/wire.hpp"
 #include "collectives/compressed.hpp"
 #include "collectives/pipeline.hpp"
-#include "collectives/reduce.hpp"
 #include "core/bytes.hpp"
 #include "core/error.hpp"
+#include "kernels/reduce.hpp"
 
 namespace gw::coll {
 namespace {

@@ -1,6 +1,6 @@
 #include "collectives/compressed.hpp"
 #include "collectives/pipeline.hpp"
-#include "collectives/reduce.hpp"
+#include "kernels/reduce.hpp"
 
 namespace gw::coll {
 

@@ -2,9 +2,9 @@
 #include <cstring>
 
 #include "collectives/pipeline.hpp"
-#include "collectives/reduce.hpp"
 #include "collectives/two_level.hpp"
 #include "core/error.hpp"
+#include "kernels/reduce.hpp"
 
 namespace gw::coll {
 namespace {

@@ -15,8 +15,8 @@
 
 #include "codec/codec.hpp"
 #include "collectives/algorithms.hpp"
-#include "comm/topology.hpp"
 #include "ef/error_feedback.hpp"
+#include "group/topology.hpp"
 
 namespace gw::coll {
 

@@ -12,8 +12,8 @@
 #include <memory>
 #include <vector>
 
-#include "comm/collective.hpp"
-#include "comm/task.hpp"
+#include "group/collective.hpp"
+#include "group/task.hpp"
 
 namespace gw::coll {
 

@@ -1,5 +1,5 @@
 #include "collectives/algorithms.hpp"
-#include "collectives/reduce.hpp"
+#include "kernels/reduce.hpp"
 
 #include <cstring>
 

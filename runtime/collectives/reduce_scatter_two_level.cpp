@@ -1,7 +1,7 @@
 #include <cstring>
 
 #include "collectives/compressed.hpp"
-#include "collectives/reduce.hpp"
+#include "kernels/reduce.hpp"
 
 namespace gw::coll {
 

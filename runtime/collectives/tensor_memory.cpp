@@ -3,7 +3,7 @@
 
 #include "codec/device.hpp"
 #include "collectives/compressed.hpp"
-#include "collectives/reduce.hpp"
+#include "kernels/reduce.hpp"
 
 namespace gw::coll {
 

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "collectives/compressed.hpp"
-#include "collectives/two_level_cross.hpp"
-#include "comm/topology.hpp"
+#include "group/topology.hpp"
+#include "model/two_level_cross.hpp"
 
 namespace gw::coll {
 

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/collective.hpp"
-#include "comm/p2p.hpp"
-#include "comm/topology.hpp"
+#include "group/collective.hpp"
+#include "group/p2p.hpp"
+#include "group/topology.hpp"
 
 namespace gw::comm {
 class Communicator;

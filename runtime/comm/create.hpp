@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "comm/communicator.hpp"
-#include "core/runtime.hpp"
+#include "instance/runtime.hpp"
 
 namespace gw::comm {
 

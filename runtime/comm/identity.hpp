@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime.hpp"
+#include "instance/runtime.hpp"
 
 namespace gw::comm {
 

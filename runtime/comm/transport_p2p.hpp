@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "comm/p2p.hpp"
 #include "config/config.hpp"
+#include "group/p2p.hpp"
 #include "loader/registry.hpp"
 
 namespace gw::comm {

@@ -2,7 +2,7 @@
 // and beta, the machine's gamma, a codec's encode e, decode d (per f32 byte) and size ratio r.
 #include "model/model.hpp"
 
-#include "collectives/two_level_cross.hpp"
+#include "model/two_level_cross.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <thread>
 
-#include "comm/collective.hpp"
 #include "comm/allreduce_start.hpp"
 #include "core/error.hpp"
+#include "group/collective.hpp"
 
 namespace gw::ps {
 namespace {

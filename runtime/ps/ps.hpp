@@ -15,8 +15,8 @@
 
 #include "codec/codec.hpp"
 #include "comm/communicator.hpp"
-#include "core/runtime.hpp"
 #include "ef/error_feedback.hpp"
+#include "instance/runtime.hpp"
 
 namespace gw::ps {
 

@@ -13,7 +13,7 @@
 
 #include "codec/codec.hpp"
 #include "comm/communicator.hpp"
-#include "core/runtime.hpp"
+#include "instance/runtime.hpp"
 
 namespace gw::sync {
 

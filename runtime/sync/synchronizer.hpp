@@ -21,8 +21,8 @@
 #include "collectives/compressed.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
-#include "core/runtime.hpp"
 #include "ef/error_feedback.hpp"
+#include "instance/runtime.hpp"
 #include "sync/auto_codec.hpp"
 #include "sync/schedule.hpp"
 

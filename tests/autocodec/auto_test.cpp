@@ -12,14 +12,11 @@
 namespace {
 
 std::string launch(int ranks, const std::string& args) {
-  return "MP_TIMEOUT_S=120 " + std::string(GW_CLI) + " run -n " + std::to_string(ranks) + " -- " + GW_AUTO_RANK + " " + args;
+  return gwtest::launch_command(ranks, GW_AUTO_RANK, args, "", 120);
 }
 
 void expect_ok(int ranks, const std::string& args) {
-  const auto r = gwtest::run_command(launch(ranks, args));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (int rank = 0; rank < ranks; ++rank)
-    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << "rank " << rank << ":\n" << r.output;
+  gwtest::expect_every_rank_ok(gwtest::run_command(launch(ranks, args)), ranks);
 }
 
 }  // namespace

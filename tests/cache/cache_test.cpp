@@ -12,16 +12,12 @@
 namespace {
 
 gwtest::CommandResult run(int ranks, const std::string& args, const std::string& run_options = "") {
-  return gwtest::run_command("MP_TIMEOUT_S=60 " + std::string(GW_CLI) + " run -n " + std::to_string(ranks) + " " +
-                             run_options + " -- " + GW_CACHE_RANK + " " + args);
+  return gwtest::run_command(gwtest::launch_command(ranks, GW_CACHE_RANK, args, run_options));
 }
 
 gwtest::CommandResult expect_ok(int ranks, const std::string& args, const std::string& run_options = "") {
   const auto r = run(ranks, args, run_options);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (int rank = 0; rank < ranks; ++rank)
-    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos)
-        << "rank " << rank << " did not finish:\n" << r.output;
+  gwtest::expect_every_rank_ok(r, ranks);
   return r;
 }
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "bootstrap/rendezvous.hpp"
-#include "comm/collective.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
+#include "group/collective.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Copies of exactly `size` bytes, so ASan sees any read past the end.

@@ -14,7 +14,7 @@
 
 #include "config/config.hpp"
 #include "core/error.hpp"
-#include "core/runtime.hpp"
+#include "instance/runtime.hpp"
 
 namespace {
 

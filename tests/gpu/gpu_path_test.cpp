@@ -118,10 +118,7 @@ TEST(DevicePath, PowerSgdRoundsOnDeviceEqualHostBits) {
 // algorithm: encoded and decoded on the device, only payloads staged to the host (tests/gpu/device_rank).
 TEST(DevicePath, CompressedAllreduceOnDeviceEqualsHostBitsOnThreeRanks) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  const auto r = gwtest::run_command("MP_TIMEOUT_S=120 " + std::string(GW_CLI) + " run -n 3 -- " + GW_DEVICE_RANK);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (int rank = 0; rank < 3; ++rank)
-    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
+  gwtest::expect_every_rank_ok(gwtest::run_command(gwtest::launch_command(3, GW_DEVICE_RANK, "", "", 120)), 3);
 }
 
 // Without a usable device (this CI machine), a CUDA tensor is refused at the call with a message that

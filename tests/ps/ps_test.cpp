@@ -9,17 +9,10 @@
 namespace {
 
 gwtest::CommandResult run(int ranks, const std::string& args) {
-  return gwtest::run_command("MP_TIMEOUT_S=60 " + std::string(GW_CLI) + " run -n " + std::to_string(ranks) + " -- " +
-                             GW_PS_RANK + " " + args);
+  return gwtest::run_command(gwtest::launch_command(ranks, GW_PS_RANK, args));
 }
 
-void expect_ok(int ranks, const std::string& args) {
-  const auto r = run(ranks, args);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (int rank = 0; rank < ranks; ++rank)
-    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos)
-        << "rank " << rank << " did not finish:\n" << r.output;
-}
+void expect_ok(int ranks, const std::string& args) { gwtest::expect_every_rank_ok(run(ranks, args), ranks); }
 
 }  // namespace
 

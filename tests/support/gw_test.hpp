@@ -1,4 +1,5 @@
-// Helpers shared by the GoogleTest suites: runtimes from TOML text, temporary files, running commands.
+// Helpers shared by the GoogleTest suites: runtimes from TOML text, temporary files, running commands,
+// launching rank programs and checking that every rank finished.
 #pragma once
 
 #include <gradwire/gradwire.h>
@@ -76,6 +77,25 @@ inline CommandResult run_command(const std::string& command) {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// The drivers of rank programs (tests/ps, tests/cache, tests/sync, tests/autocodec): `gradwire run`
+// starts `program args` on `ranks` local ranks (`run_options`: more options of `gradwire run`, such as
+// --ranks-per-node 2), each rank's waits bounded by MP_TIMEOUT_S = timeout_s.
+#ifdef GW_CLI
+inline std::string launch_command(int ranks, const std::string& program, const std::string& args,
+                                  const std::string& run_options = "", int timeout_s = 60) {
+  return "MP_TIMEOUT_S=" + std::to_string(timeout_s) + " " + std::string(GW_CLI) + " run -n " +
+         std::to_string(ranks) + " " + run_options + " -- " + program + " " + args;
+}
+#endif
+
+// Every rank of a launch finished: the launcher exited 0 and rank r printed "OK rank r", for each r.
+inline void expect_every_rank_ok(const CommandResult& r, int ranks) {
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < ranks; ++rank)
+    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos)
+        << "rank " << rank << " did not finish:\n" << r.output;
 }
 
 inline std::string read_file(const std::string& path) {

@@ -1,5 +1,6 @@
 // Shared by the rank programs of tests/sync: failing loudly, deterministic inputs, runtime and
-// communicator setup from a TOML text, and the cross-rank identity check. C ABI only.
+// communicator setup from a TOML text, the cross-rank identity check, and the Sync fixture (a synchronizer
+// over a model's tensors). C ABI only.
 #pragma once
 
 #include <gradwire/gradwire.h>
@@ -116,5 +117,60 @@ struct PieceCodec {
 };
 
 inline gw_runtime* make_runtime(const std::string& toml) { return gwrank::make_runtime(toml, "MP_TIMEOUT_S"); }
+
+// A synchronizer over a model's tensors (any type with `names`, `grads` and `params`), its runtime made
+// from `toml`: every tensor registered (its parameters too when `parameters`: schedules that average
+// parameters, such as DiLoCo, need them), then finalized. Destroys both at the end.
+struct Sync {
+  gw_runtime* rt = nullptr;
+  gw_sync* sync = nullptr;
+  template <class Model>
+  Sync(gw_comm* comm, const std::string& toml, Model& m, bool parameters = false) {
+    rt = make_runtime(toml);
+    gw_sync_options o = GW_SYNC_OPTIONS_INIT;
+    o.runtime = rt;
+    check(gw_sync_create(comm, &o, &sync), "gw_sync_create");
+    for (size_t t = 0; t < m.names.size(); ++t) {
+      gw_tensor g = f32(m.grads[t].data(), m.grads[t].size()), p = f32(m.params[t].data(), m.params[t].size());
+      check(gw_sync_register(sync, m.names[t].c_str(), &g, parameters ? &p : nullptr), "gw_sync_register");
+    }
+    check(gw_sync_finalize(sync), "gw_sync_finalize");
+  }
+  Sync(const Sync&) = delete;
+  Sync& operator=(const Sync&) = delete;
+  ~Sync() {
+    check(gw_sync_destroy(sync), "gw_sync_destroy");
+    check(gw_runtime_destroy(rt), "gw_runtime_destroy");
+  }
+  uint32_t step() {
+    uint32_t flags = 0;
+    check(gw_sync_step(sync, &flags), "gw_sync_step");
+    return flags;
+  }
+  uint32_t buckets() {
+    uint32_t n = 0;
+    check(gw_sync_bucket_count(sync, &n), "gw_sync_bucket_count");
+    return n;
+  }
+  // The fragment of each of the model's tensors: bucket b of B is in fragment b * F / B.
+  template <class Model>
+  std::vector<uint64_t> fragments_of(const Model& m, uint64_t fragments) {
+    const uint32_t n = buckets();
+    std::vector<uint64_t> out;
+    for (const auto& name : m.names) {
+      uint32_t b = 0;
+      check(gw_sync_tensor_bucket(sync, name.c_str(), &b), "gw_sync_tensor_bucket");
+      out.push_back(uint64_t(b) * fragments / n);
+    }
+    return out;
+  }
+  std::vector<unsigned char> save() {
+    uint64_t size = 0;
+    check(gw_sync_save_state(sync, nullptr, 0, &size), "gw_sync_save_state (size)");
+    std::vector<unsigned char> blob(size);
+    check(gw_sync_save_state(sync, blob.data(), blob.size(), &size), "gw_sync_save_state");
+    return blob;
+  }
+};
 
 }  // namespace synctest

@@ -51,50 +51,6 @@ struct Outer {
   }
 };
 
-struct Sync {
-  gw_runtime* rt = nullptr;
-  gw_sync* sync = nullptr;
-  Sync(gw_comm* comm, const std::string& toml, Model& m, bool parameters = true) {
-    rt = make_runtime(toml);
-    gw_sync_options o = GW_SYNC_OPTIONS_INIT;
-    o.runtime = rt;
-    check(gw_sync_create(comm, &o, &sync), "gw_sync_create");
-    for (size_t t = 0; t < m.names.size(); ++t) {
-      gw_tensor g = f32(m.grads[t].data(), m.grads[t].size()), p = f32(m.params[t].data(), m.params[t].size());
-      check(gw_sync_register(sync, m.names[t].c_str(), &g, parameters ? &p : nullptr), "gw_sync_register");
-    }
-    check(gw_sync_finalize(sync), "gw_sync_finalize");
-  }
-  ~Sync() {
-    check(gw_sync_destroy(sync), "gw_sync_destroy");
-    check(gw_runtime_destroy(rt), "gw_runtime_destroy");
-  }
-  uint32_t step() {
-    uint32_t flags = 0;
-    check(gw_sync_step(sync, &flags), "gw_sync_step");
-    return flags;
-  }
-  // The fragment of each tensor: bucket b of B is in fragment b * F / B.
-  std::vector<uint64_t> fragments_of(const Model& m, uint64_t fragments) {
-    uint32_t n = 0;
-    check(gw_sync_bucket_count(sync, &n), "gw_sync_bucket_count");
-    std::vector<uint64_t> out;
-    for (const auto& name : m.names) {
-      uint32_t b = 0;
-      check(gw_sync_tensor_bucket(sync, name.c_str(), &b), "gw_sync_tensor_bucket");
-      out.push_back(uint64_t(b) * fragments / n);
-    }
-    return out;
-  }
-  std::vector<unsigned char> save() {
-    uint64_t size = 0;
-    check(gw_sync_save_state(sync, nullptr, 0, &size), "gw_sync_save_state (size)");
-    std::vector<unsigned char> blob(size);
-    check(gw_sync_save_state(sync, blob.data(), blob.size(), &size), "gw_sync_save_state");
-    return blob;
-  }
-};
-
 bool starts_at(const Outer& o, uint64_t t, uint64_t f) {
   const uint64_t offset = f * o.inner_steps / o.fragments;
   return t > 0 && t >= offset && (t - offset) % o.inner_steps == 0;
@@ -112,7 +68,7 @@ std::vector<float> flat(const Model& m) {
 // term or local progress dropped after a delayed exchange all move the anchor by far more than rounding.
 void case_reference(gw_comm* comm, Outer o, uint64_t steps) {
   Model m;
-  Sync s(comm, o.toml(), m);
+  Sync s(comm, o.toml(), m, true);
   const std::vector<uint64_t> frag = s.fragments_of(m, o.fragments);
   std::vector<std::vector<double>> anchor(m.params.size()), velocity(m.params.size());
   std::vector<std::vector<float>> sent(m.params.size());
@@ -182,7 +138,7 @@ void case_reference(gw_comm* comm, Outer o, uint64_t steps) {
 // progress.
 void case_identical(gw_comm* comm, Outer o, uint64_t steps) {
   Model m;
-  Sync s(comm, o.toml(), m);
+  Sync s(comm, o.toml(), m, true);
   const std::vector<uint64_t> frag = s.fragments_of(m, o.fragments);
   const std::string what = "identical " + o.codec + " F=" + std::to_string(o.fragments) + " delay=" +
                            std::to_string(o.delay);
@@ -219,7 +175,7 @@ void case_save_restore(gw_comm* comm, Outer o, uint64_t steps, uint64_t at) {
   std::vector<float> whole, resumed;
   {
     Model m;
-    Sync s(comm, o.toml(), m);
+    Sync s(comm, o.toml(), m, true);
     for (uint64_t t = 0; t < steps; ++t) {
       m.inner_step(t);
       s.step();
@@ -233,7 +189,7 @@ void case_save_restore(gw_comm* comm, Outer o, uint64_t steps, uint64_t at) {
   std::vector<std::vector<float>> params_at;
   {
     Model m;
-    Sync s(comm, o.toml(), m);
+    Sync s(comm, o.toml(), m, true);
     for (uint64_t t = 0; t < at; ++t) {
       m.inner_step(t);
       s.step();
@@ -244,7 +200,7 @@ void case_save_restore(gw_comm* comm, Outer o, uint64_t steps, uint64_t at) {
   {
     Model m;
     m.params = params_at;  // the application restores its own parameters
-    Sync s(comm, o.toml(), m);
+    Sync s(comm, o.toml(), m, true);
     check(gw_sync_load_state(s.sync, blob.data(), blob.size()), "gw_sync_load_state");
     for (uint64_t t = at; t < steps; ++t) {
       m.inner_step(t);
@@ -258,7 +214,7 @@ void case_save_restore(gw_comm* comm, Outer o, uint64_t steps, uint64_t at) {
   Outer other = o;
   other.lr = 0.5;
   Model m;
-  Sync s(comm, other.toml(), m);
+  Sync s(comm, other.toml(), m, true);
   if (gw_sync_load_state(s.sync, blob.data(), blob.size()) != GW_ERR_MISMATCH ||
       std::string(gw_last_error()).find("another outer configuration") == std::string::npos)
     die(std::string("a checkpoint of another outer configuration was not refused: ") + gw_last_error());
@@ -276,7 +232,7 @@ void case_bad(gw_comm* comm, const std::string& what) {
   }
   if (what == "fragments") {
     o.fragments = 4;  // three buckets
-    Sync s(comm, o.toml(), m);
+    Sync s(comm, o.toml(), m, true);
     uint32_t flags = 0;
     expect_error(gw_sync_step(s.sync, &flags), GW_ERR_INVALID_ARGUMENT, "more fragments than buckets");
   }

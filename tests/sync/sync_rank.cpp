@@ -33,43 +33,6 @@ struct Model {
   }
 };
 
-struct Sync {
-  gw_runtime* rt = nullptr;
-  gw_sync* sync = nullptr;
-  Sync(gw_comm* comm, const std::string& toml, Model& m, bool parameters = false) {
-    rt = make_runtime(toml);
-    gw_sync_options o = GW_SYNC_OPTIONS_INIT;
-    o.runtime = rt;
-    check(gw_sync_create(comm, &o, &sync), "gw_sync_create");
-    for (size_t t = 0; t < m.names.size(); ++t) {
-      gw_tensor g = f32(m.grads[t].data(), m.grads[t].size()), p = f32(m.params[t].data(), m.params[t].size());
-      check(gw_sync_register(sync, m.names[t].c_str(), &g, parameters ? &p : nullptr), "gw_sync_register");
-    }
-    check(gw_sync_finalize(sync), "gw_sync_finalize");
-  }
-  ~Sync() {
-    check(gw_sync_destroy(sync), "gw_sync_destroy");
-    check(gw_runtime_destroy(rt), "gw_runtime_destroy");
-  }
-  uint32_t step() {
-    uint32_t flags = 0;
-    check(gw_sync_step(sync, &flags), "gw_sync_step");
-    return flags;
-  }
-  uint32_t buckets() {
-    uint32_t n = 0;
-    check(gw_sync_bucket_count(sync, &n), "gw_sync_bucket_count");
-    return n;
-  }
-  std::vector<unsigned char> save() {
-    uint64_t size = 0;
-    check(gw_sync_save_state(sync, nullptr, 0, &size), "gw_sync_save_state (size)");
-    std::vector<unsigned char> blob(size);
-    check(gw_sync_save_state(sync, blob.data(), blob.size(), &size), "gw_sync_save_state");
-    return blob;
-  }
-};
-
 // The exact average over ranks of the integer gradients of `step`.
 std::vector<float> average_of(Model& m, uint64_t step) {
   std::vector<double> sum;

@@ -10,26 +10,18 @@
 
 namespace {
 
-// `flags`: more options of `gradwire run` (--ranks-per-node 2).
-std::string launch(int ranks, const std::string& program, const std::string& args, const std::string& flags = "") {
-  return std::string(GW_CLI) + " run -n " + std::to_string(ranks) + " " + flags + " -- " + program + " " + args;
-}
-
 // Runs `program args` on `ranks` ranks and expects every rank to finish with "OK rank r".
 void expect_ok(int ranks, const std::string& program, const std::string& args) {
-  const auto r = gwtest::run_command("MP_TIMEOUT_S=60 " + launch(ranks, program, args));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (int rank = 0; rank < ranks; ++rank)
-    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos)
-        << "rank " << rank << " did not finish:\n" << r.output;
+  gwtest::expect_every_rank_ok(gwtest::run_command(gwtest::launch_command(ranks, program, args)), ranks);
 }
 
-// Expects every rank to report `status` with a message containing `words`.
+// Expects every rank to report `status` with a message containing `words` (`flags`: more options of
+// `gradwire run`, such as --ranks-per-node 2).
 void expect_error(int ranks, const std::string& program, const std::string& args, const std::string& status,
                   const std::string& words, const std::string& flags = "") {
   // Nodes reach each other over TCP (their ranks over shared memory: the programs' [transport] intra).
   const std::string env = flags.empty() ? "" : "UCX_TLS=tcp ";
-  const auto r = gwtest::run_command(env + "MP_TIMEOUT_S=20 " + launch(ranks, program, args, flags));
+  const auto r = gwtest::run_command(env + gwtest::launch_command(ranks, program, args, flags, 20));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (int rank = 0; rank < ranks; ++rank) {
     const std::string prefix = "[" + std::to_string(rank) + "] EXPECTED-ERROR " + status;
@@ -74,19 +66,17 @@ TEST(CompressedShards, EveryCodecOverNodesFlatAndTwoLevel) {
   for (const char* ranks : {"4", "6"})
     for (const char* mode : {"routed", "two-level"}) {
       SCOPED_TRACE(std::string(ranks) + " ranks " + mode);
-      const auto r = gwtest::run_command("UCX_TLS=tcp MP_TIMEOUT_S=60 " + std::string(GW_CLI) + " run -n " + ranks +
-                                         " --ranks-per-node 2 -- " + GW_SHARDS_RANK + " all " + mode);
-      EXPECT_EQ(r.exit_code, 0) << r.output;
-      for (int rank = 0; rank < std::atoi(ranks); ++rank)
-        EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
+      const auto r = gwtest::run_command(
+          "UCX_TLS=tcp " + gwtest::launch_command(std::atoi(ranks), GW_SHARDS_RANK, std::string("all ") + mode,
+                                                  "--ranks-per-node 2"));
+      gwtest::expect_every_rank_ok(r, std::atoi(ranks));
     }
 }
 TEST(CompressedShards, ErrorFeedbackOverTwoLevelNodes) {
-  const auto r = gwtest::run_command("UCX_TLS=tcp MP_TIMEOUT_S=60 " + std::string(GW_CLI) +
-                                     " run -n 4 --ranks-per-node 2 -- " + GW_SHARDS_RANK + " ef two-level");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (int rank = 0; rank < 4; ++rank)
-    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
+  gwtest::expect_every_rank_ok(
+      gwtest::run_command("UCX_TLS=tcp " +
+                          gwtest::launch_command(4, GW_SHARDS_RANK, "ef two-level", "--ranks-per-node 2")),
+      4);
 }
 TEST(CompressedShards, Bf16TensorsAreStagedThroughF32) {
   expect_ok(2, GW_SHARDS_RANK, "bf16");
@@ -185,11 +175,8 @@ TEST(Sync, EveryCodecAndScheduleConvergesLikeUncompressed) {
 // The same on 4 ranks as 2 nodes of 2: [collectives] two_level = "auto" runs every compressed bucket
 // through the two-level allreduce (docs/two-level.md).
 TEST(Sync, EveryCodecAndScheduleConvergesOverTwoLevelNodes) {
-  const auto r = gwtest::run_command("MP_TIMEOUT_S=60 " + std::string(GW_CLI) + " run -n 4 --ranks-per-node 2 -- " +
-                                     GW_CONVERGENCE_RANK);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (int rank = 0; rank < 4; ++rank)
-    EXPECT_NE(r.output.find("OK rank " + std::to_string(rank)), std::string::npos) << r.output;
+  gwtest::expect_every_rank_ok(
+      gwtest::run_command(gwtest::launch_command(4, GW_CONVERGENCE_RANK, "", "--ranks-per-node 2")), 4);
 }
 
 // Mixed precision: bf16 gradients through gw_sync end within 0.5 accuracy points of f32 gradients.

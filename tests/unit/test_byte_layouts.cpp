@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "bootstrap/rendezvous.hpp"
-#include "comm/collective.hpp"
 #include "comm/communicator.hpp"
 #include "core/bytes.hpp"
 #include "core/error.hpp"
+#include "group/collective.hpp"
 
 namespace {
 

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <set>
 
-#include "comm/collective.hpp"
-#include "comm/p2p.hpp"
 #include "core/error.hpp"
+#include "group/collective.hpp"
+#include "group/p2p.hpp"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/reduce.hpp"
 #include "gw_test.hpp"
+#include "kernels/reduce.hpp"
 
 namespace {
 

@@ -19,9 +19,9 @@
 
 #include "codec/codec.hpp"
 #include "collectives/compressed.hpp"
-#include "comm/collective.hpp"
-#include "comm/p2p.hpp"
 #include "core/error.hpp"
+#include "group/collective.hpp"
+#include "group/p2p.hpp"
 
 namespace {
 

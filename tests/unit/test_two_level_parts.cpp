@@ -1,5 +1,5 @@
 // White-box tests of the parts of the GPU path that need no process: node topologies and the two-level
-// decision (comm/topology, collectives/two_level), and staging 16-bit tensors through f32
+// decision (group/topology, collectives/two_level), and staging 16-bit tensors through f32
 // (codec/staging).
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 
 #include "codec/staging.hpp"
 #include "collectives/two_level.hpp"
-#include "comm/topology.hpp"
 #include "core/error.hpp"
+#include "group/topology.hpp"
 
 namespace {
 

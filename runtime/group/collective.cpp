@@ -1,4 +1,4 @@
-#include "comm/collective.hpp"
+#include "group/collective.hpp"
 
 #include <gradwire/gradwire.h>
 

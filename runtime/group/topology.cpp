@@ -1,4 +1,4 @@
-#include "comm/topology.hpp"
+#include "group/topology.hpp"
 
 #include <unistd.h>
 

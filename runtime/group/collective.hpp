@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/p2p.hpp"
-#include "comm/task.hpp"
+#include "group/p2p.hpp"
+#include "group/task.hpp"
 
 namespace gw::comm {
 

@@ -1,4 +1,4 @@
-#include "collectives/reduce.hpp"
+#include "kernels/reduce.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "core/runtime.hpp"
+#include "instance/runtime.hpp"
 
 #include <set>
 
