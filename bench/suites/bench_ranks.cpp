@@ -1,4 +1,4 @@
-#include "bench/bench_ranks.hpp"
+#include "suites/bench_ranks.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "process.hpp"
+#include "support/process.hpp"
 
 namespace gwcli::bench {
 

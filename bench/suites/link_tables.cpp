@@ -1,5 +1,5 @@
 // The links' and the sum's measurements of the cost model (link_tables.hpp).
-#include "bench/link_tables.hpp"
+#include "suites/link_tables.hpp"
 
 #include <gradwire/gradwire.h>
 #include <sched.h>
@@ -10,9 +10,9 @@
 #include <stdexcept>
 #include <utility>
 
-#include "bench/bench.hpp"
-#include "bench/bench_ranks.hpp"
-#include "bench/peer_extras.hpp"
+#include "suites/bench.hpp"
+#include "suites/bench_ranks.hpp"
+#include "suites/peer_extras.hpp"
 #include "model/measure.hpp"
 
 namespace gwcli::bench {

@@ -1,4 +1,4 @@
-#include "bench/peer_extras.hpp"
+#include "suites/peer_extras.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "bench/bench.hpp"
-#include "bench/bench_ranks.hpp"
-#include "cluster.hpp"
-#include "commands.hpp"
+#include "suites/bench.hpp"
+#include "suites/bench_ranks.hpp"
+#include "support/cluster.hpp"
+#include "support/tool.hpp"
 #include "model/measure.hpp"
 
 #ifndef GW_SOURCE_SCRIPTS_DIR
@@ -431,7 +431,7 @@ std::string python_peer(const std::string& file, std::string* why) {
   std::vector<fs::path> candidates;
   candidates.push_back(fs::path(self_path("bench")).parent_path().parent_path() / "libexec" / "gradwire" / file);
   if (*GW_SOURCE_SCRIPTS_DIR)
-    candidates.push_back(fs::path(GW_SOURCE_SCRIPTS_DIR).parent_path() / "runtime" / "cli" / "bench" / "peers" / file);
+    candidates.push_back(fs::path(GW_SOURCE_SCRIPTS_DIR).parent_path() / "bench" / "peers" / file);
   std::string script;
   for (const auto& c : candidates)
     if (fs::exists(c)) {

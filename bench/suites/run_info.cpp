@@ -1,4 +1,4 @@
-#include "bench/run_info.hpp"
+#include "suites/run_info.hpp"
 
 #include <sys/utsname.h>
 #include <unistd.h>

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench.hpp"
+#include "suites/bench.hpp"
 
 namespace gwcli::bench {
 namespace {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench.hpp"
-#include "bench/peer_extras.hpp"
+#include "suites/bench.hpp"
+#include "suites/peer_extras.hpp"
 
 namespace gwcli::bench {
 namespace {

@@ -7,7 +7,7 @@
 //     max) per call. One call of a small buffer lasts tens of microseconds, less than the scheduler's
 //     jitter on a shared machine.
 //   peer: `mpirun` (mpirun_argv) `--oversubscribe -np N gradwire-mpi-allreduce COUNT
-//     REPS ITERS WARMUP` (runtime/cli/bench/peers/mpi_allreduce.c), warmed and timed the same way.
+//     REPS ITERS WARMUP` (bench/peers/mpi_allreduce.c), warmed and timed the same way.
 //   The repetitions run in up to seven rounds, each round ours at every size and then the peer at
 //     every size, and each side's samples are pooled: a shared VM has phases of seconds to a minute in
 //     which everything runs at half speed, and one that fell on a single contiguous run of one side
@@ -35,10 +35,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "bench/bench.hpp"
-#include "bench/bench_ranks.hpp"
-#include "bench/link_tables.hpp"
-#include "bench/peer_extras.hpp"
+#include "suites/bench.hpp"
+#include "suites/bench_ranks.hpp"
+#include "suites/link_tables.hpp"
+#include "suites/peer_extras.hpp"
 #include "model/measure.hpp"
 #include "model/model.hpp"
 

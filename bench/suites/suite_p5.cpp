@@ -40,12 +40,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench.hpp"
-#include "bench/bench_ranks.hpp"
-#include "bench/peer_extras.hpp"
+#include "suites/bench.hpp"
+#include "suites/bench_ranks.hpp"
+#include "suites/peer_extras.hpp"
 #include "model/measure.hpp"
-#include "cluster.hpp"
-#include "commands.hpp"
+#include "support/cluster.hpp"
+#include "support/tool.hpp"
 
 namespace gwcli::bench {
 namespace {

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench.hpp"
-#include "bench/bench_ranks.hpp"
+#include "suites/bench.hpp"
+#include "suites/bench_ranks.hpp"
 
 namespace gwcli::bench {
 namespace {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench.hpp"
-#include "bench/bench_ranks.hpp"
+#include "suites/bench.hpp"
+#include "suites/bench_ranks.hpp"
 #include "model/measure.hpp"
 #include "model/model.hpp"
 

@@ -23,11 +23,11 @@
 #include <thread>
 #include <vector>
 
-#include "bench/bench.hpp"
-#include "bench/bench_ranks.hpp"
-#include "bench/peer_extras.hpp"
-#include "cluster.hpp"
-#include "commands.hpp"
+#include "suites/bench.hpp"
+#include "suites/bench_ranks.hpp"
+#include "suites/peer_extras.hpp"
+#include "support/cluster.hpp"
+#include "support/tool.hpp"
 #include "model/model.hpp"
 
 #ifndef GW_SOURCE_SCRIPTS_DIR
@@ -137,7 +137,7 @@ json run_mpi(const Options& o, int ranks, const std::string& rate) {
 // gloo through `gradwire run` (the same namespaces and links as ours); nullopt when PyTorch or the script
 // is missing (said on stderr).
 std::optional<json> run_gloo(const Options& o, int ranks, const std::string& rate) {
-  const fs::path script = fs::path(GW_SOURCE_SCRIPTS_DIR) / ".." / "runtime" / "cli" / "bench" / "peers" / "gloo_allreduce.py";
+  const fs::path script = fs::path(GW_SOURCE_SCRIPTS_DIR) / ".." / "bench" / "peers" / "gloo_allreduce.py";
   if (!*GW_SOURCE_SCRIPTS_DIR || !fs::exists(script) || !fs::exists("/usr/bin/python3")) {
     std::fprintf(stderr, "bench P7: the gloo peer is not measured (no %s or /usr/bin/python3)\n", script.c_str());
     return std::nullopt;

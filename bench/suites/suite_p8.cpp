@@ -31,11 +31,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench.hpp"
-#include "bench/bench_ranks.hpp"
-#include "bench/peer_extras.hpp"
-#include "cluster.hpp"
-#include "commands.hpp"
+#include "suites/bench.hpp"
+#include "suites/bench_ranks.hpp"
+#include "suites/peer_extras.hpp"
+#include "support/cluster.hpp"
+#include "support/tool.hpp"
 
 namespace gwcli::bench {
 namespace {

@@ -1,4 +1,4 @@
-#include "bench/bench.hpp"
+#include "suites/bench.hpp"
 
 #include <algorithm>
 

@@ -6,8 +6,9 @@
 #include <iostream>
 #include <set>
 
-#include "bench/bench.hpp"
-#include "bench/run_info.hpp"
+#include "suites/bench.hpp"
+#include "suites/harness.hpp"
+#include "suites/run_info.hpp"
 #include "commands.hpp"
 
 namespace gwcli {
@@ -18,6 +19,7 @@ struct BenchArgs {
   bool json = false;
   std::string out;  // a result file: the run's machine, command and commit, and every result
   bench::Options options;
+  std::vector<std::string> harness_args;  // after --: bench/run.py's benchmark's own options
 };
 
 void print_row(const bench::Result& r) {
@@ -41,6 +43,22 @@ int run(const BenchArgs& args) {
   }
   std::set<std::string> known;
   for (const auto& s : bench::suites()) known.insert(s.id);
+  // T1, T2, T4, T5, C1, validation: bench/run.py's harness, one at a time.
+  for (const auto& h : bench::harness_benchmarks())
+    if (wanted.count(h)) {
+      if (wanted.size() != 1) {
+        std::cerr << "gradwire bench: " << h << " runs alone (bench/run.py " << h << "); give --suite " << h
+                  << " by itself\n";
+        return 2;
+      }
+      return bench::run_harness(h, args.harness_args);
+    }
+  if (!args.harness_args.empty()) {
+    std::cerr << "gradwire bench: options after -- are for the harness benchmarks (--suite T1, T2, T4, T5, C1 or "
+                 "validation); the suites P1-P8 take the options above\n";
+    return 2;
+  }
+  for (const auto& h : bench::harness_benchmarks()) known.insert(h);
   for (const auto& w : wanted)
     if (!known.count(w)) {
       std::cerr << "gradwire bench: unknown suite '" << w << "'; known:";
@@ -100,7 +118,9 @@ int run(const BenchArgs& args) {
 void add_bench_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("bench", "Measure collectives and codecs against their peers (ratio > 1: gradwire better)");
   auto args = std::make_shared<BenchArgs>();
-  cmd->add_option("--suite", args->suites, "Comma-separated suites (P1,P2,...); default all");
+  cmd->add_option("--suite", args->suites,
+                  "Comma-separated suites (P1,P2,...); default all P1-P8. T1, T2, T4, T5, C1 or validation (alone): "
+                  "the source tree's bench/run.py runs it, options after -- handed to it");
   cmd->add_flag("--json", args->json,
                 "One JSON object per result and line, each with \"run\": the machine, command and commit");
   cmd->add_option("--out", args->out,
@@ -116,6 +136,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--bytes", args->options.bytes, "P5, P8: f32 bytes of the whole buffer (default 100 MB)")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 34));
   cmd->add_option("--model", args->options.model, "P4, P5, P7: a cost model (gradwire calibrate) whose predictions to add");
+  cmd->add_option("args", args->harness_args, "With --suite T1 ... validation: that benchmark's options (after --)");
   cmd->callback([&exit_code, args] { exit_code = run(*args); });
 }
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-#include "cmd_conformance.hpp"
+#include "conformance/conformance.hpp"
 
 namespace gwcli::conformance {
 namespace {

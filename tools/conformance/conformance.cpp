@@ -1,6 +1,6 @@
-// `gradwire conformance PLUGIN.so [--json]`: loads one plugin file, runs the contract against each of
-// its components and prints one line per check; the exit status is the verdict (0: every check passed).
-#include "cmd_conformance.hpp"
+// The conformance kit behind `gradwire conformance PLUGIN.so [--json]`: loads one plugin file, runs the
+// contract against each of its components and reports one line per check (conformance.hpp).
+#include "conformance/conformance.hpp"
 
 #include <dlfcn.h>
 #include <poll.h>
@@ -21,7 +21,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
 
 namespace gwcli::conformance {
 namespace {
@@ -515,97 +514,67 @@ gw_runtime* open_runtime_with(const std::string& plugin_path, const std::string&
   return rt;
 }
 
-}  // namespace gwcli::conformance
+// ---- the whole run --------------------------------------------------------------------------------
 
-namespace gwcli {
-
-void add_conformance_command(CLI::App& app, int& exit_code) {
-  struct Args {
-    std::string plugin;
-    bool json = false;
-    double timeout_s = 20;
-    uint32_t ranks = 3;
-    std::string only;
-    bool strict = false;
-  };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
-      "conformance", "Check a plugin file against the plugin contract (docs/transport-guide.md); exit status 0 when "
-                     "every check passes");
-  cmd->add_option("plugin", args->plugin, "The plugin's shared library (libgw-*.so)")->required();
-  cmd->add_flag("--json", args->json, "One JSON object: the plugin, every check and the verdict");
-  cmd->add_option("--timeout", args->timeout_s, "Seconds any one wait may take before the check fails (default 20)")
-      ->check(CLI::Range(1.0, 3600.0));
-  cmd->add_option("--ranks", args->ranks, "Processes for the point-to-point checks (2-4, default 3)")
-      ->check(CLI::Range(2, 4));
-  cmd->add_option("--component", args->only, "Check only the component of this name");
-  cmd->add_flag("--require-failure-detection", args->strict,
-                "A transport must report a killed peer with GW_ERR_TRANSPORT (by default a peer it cannot detect "
-                "passes with a note: the runtime's timeout reports it)");
-  cmd->callback([args, &exit_code] {
-    using namespace conformance;
-    Options o;
-    o.plugin_path = std::filesystem::absolute(args->plugin).string();
-    o.timeout_s = args->timeout_s;
-    o.ranks = args->ranks;
-    o.require_failure_detection = args->strict;
-    std::vector<Check> checks;
-    Plugin plugin;
-    std::string plugin_name = "?";
-    if (!std::filesystem::exists(o.plugin_path)) {
-      checks.push_back({"plugin.load", false, false, o.plugin_path + " does not exist"});
-    } else if (!plugin.load(o.plugin_path)) {
-      checks.push_back({"plugin.load", false, false, plugin.load_error});
-    } else {
-      plugin_name = plugin.descriptor->name;
-      checks.push_back({"plugin.load", true, false, ""});
-      bool any = false;
-      // The loader accepted every component; the array is strided by the plugin's own struct size.
-      const uint32_t stride = plugin.descriptor->num_components > 0 ? plugin.descriptor->components[0].struct_size : 0;
-      for (uint32_t i = 0; i < plugin.descriptor->num_components; ++i) {
-        const gw_component& c = *reinterpret_cast<const gw_component*>(
-            reinterpret_cast<const unsigned char*>(plugin.descriptor->components) + size_t(stride) * i);
-        if (!args->only.empty() && args->only != c.name) continue;
-        any = true;
-        std::vector<Check> more;
-        if (c.kind == GW_COMPONENT_CODEC) more = check_codec(plugin, c, o);
-        else if (c.kind == GW_COMPONENT_TRANSPORT) more = check_transport(plugin, c, o);
-        else if (c.kind == GW_COMPONENT_SCHEDULE) more = check_schedule(plugin, c, o);
-        else more.push_back({std::string("plugin.") + c.name, false, false, "unknown component kind"});
-        checks.insert(checks.end(), more.begin(), more.end());
-      }
-      if (!any)
-        checks.push_back({"plugin.components", false, false,
-                          args->only.empty() ? "the plugin declares no component"
-                                             : "no component named '" + args->only + "'"});
+Report run(const Options& o) {
+  Report r;
+  r.file = o.plugin_path;
+  Plugin plugin;
+  if (!std::filesystem::exists(o.plugin_path)) {
+    r.checks.push_back({"plugin.load", false, false, o.plugin_path + " does not exist"});
+  } else if (!plugin.load(o.plugin_path)) {
+    r.checks.push_back({"plugin.load", false, false, plugin.load_error});
+  } else {
+    r.plugin = plugin.descriptor->name;
+    r.checks.push_back({"plugin.load", true, false, ""});
+    bool any = false;
+    // The loader accepted every component; the array is strided by the plugin's own struct size.
+    const uint32_t stride = plugin.descriptor->num_components > 0 ? plugin.descriptor->components[0].struct_size : 0;
+    for (uint32_t i = 0; i < plugin.descriptor->num_components; ++i) {
+      const gw_component& c = *reinterpret_cast<const gw_component*>(
+          reinterpret_cast<const unsigned char*>(plugin.descriptor->components) + size_t(stride) * i);
+      if (!o.component.empty() && o.component != c.name) continue;
+      any = true;
+      std::vector<Check> more;
+      if (c.kind == GW_COMPONENT_CODEC) more = check_codec(plugin, c, o);
+      else if (c.kind == GW_COMPONENT_TRANSPORT) more = check_transport(plugin, c, o);
+      else if (c.kind == GW_COMPONENT_SCHEDULE) more = check_schedule(plugin, c, o);
+      else more.push_back({std::string("plugin.") + c.name, false, false, "unknown component kind"});
+      r.checks.insert(r.checks.end(), more.begin(), more.end());
     }
-    size_t failed = 0, skipped = 0;
-    for (const auto& c : checks) {
-      failed += !c.passed && !c.skipped;
-      skipped += c.skipped;
-    }
-    if (args->json) {
-      nlohmann::json j;
-      j["plugin"] = plugin_name;
-      j["file"] = o.plugin_path;
-      j["passed"] = failed == 0;
-      j["checks"] = nlohmann::json::array();
-      for (const auto& c : checks)
-        j["checks"].push_back({{"name", c.name},
-                               {"result", c.skipped ? "skip" : c.passed ? "pass" : "fail"},
-                               {"detail", c.detail}});
-      std::cout << j.dump(2) << "\n";
-    } else {
-      for (const auto& c : checks) {
-        std::cout << (c.skipped ? "SKIP " : c.passed ? "PASS " : "FAIL ") << c.name;
-        if (!c.detail.empty()) std::cout << ": " << c.detail;
-        std::cout << "\n";
-      }
-      std::cout << (failed == 0 ? "conformance: PASS" : "conformance: FAIL") << " (" << checks.size() - failed - skipped
-                << " passed, " << failed << " failed, " << skipped << " skipped) for " << o.plugin_path << "\n";
-    }
-    exit_code = failed == 0 ? 0 : 1;
-  });
+    if (!any)
+      r.checks.push_back({"plugin.components", false, false,
+                          o.component.empty() ? "the plugin declares no component"
+                                              : "no component named '" + o.component + "'"});
+  }
+  for (const auto& c : r.checks) {
+    r.failed += !c.passed && !c.skipped;
+    r.skipped += c.skipped;
+  }
+  return r;
 }
 
-}  // namespace gwcli
+void print(const Report& r, bool json, std::ostream& out) {
+  if (json) {
+    nlohmann::json j;
+    j["plugin"] = r.plugin;
+    j["file"] = r.file;
+    j["passed"] = r.failed == 0;
+    j["checks"] = nlohmann::json::array();
+    for (const auto& c : r.checks)
+      j["checks"].push_back({{"name", c.name},
+                             {"result", c.skipped ? "skip" : c.passed ? "pass" : "fail"},
+                             {"detail", c.detail}});
+    out << j.dump(2) << "\n";
+    return;
+  }
+  for (const auto& c : r.checks) {
+    out << (c.skipped ? "SKIP " : c.passed ? "PASS " : "FAIL ") << c.name;
+    if (!c.detail.empty()) out << ": " << c.detail;
+    out << "\n";
+  }
+  out << (r.failed == 0 ? "conformance: PASS" : "conformance: FAIL") << " (" << r.checks.size() - r.failed - r.skipped
+      << " passed, " << r.failed << " failed, " << r.skipped << " skipped) for " << r.file << "\n";
+}
+
+}  // namespace gwcli::conformance

@@ -1,6 +1,6 @@
-// `gradwire conformance PLUGIN.so`: the contract of docs/transport-guide.md and docs/plugin-guide.md run
-// against every component of one plugin file. The command is a plugin host of its own for the unit checks
-// (it loads the file with dlopen and calls the vtables directly, so nothing of the runtime hides a
+// The conformance kit behind `gradwire conformance PLUGIN.so`: the contract of docs/transport-guide.md
+// and docs/plugin-guide.md run against every component of one plugin file. The kit is a plugin host of
+// its own for the unit checks (it loads the file with dlopen and calls the vtables directly, so nothing of the runtime hides a
 // plugin's mistake) and a client of libgradwire's C ABI for the checks that run the runtime's collectives
 // over the plugin. Checks that need several ranks fork local processes; they meet through the parent
 // (a pipe per rank), which also plays the rendezvous of gw_comm_create and kills a rank on request.
@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,22 @@ struct Options {
   double timeout_s = 20;    // bounds every wait of one check
   uint32_t ranks = 3;       // point-to-point checks
   bool require_failure_detection = false;  // a killed peer left undetected fails instead of passing with a note
+  std::string component;    // check only the component of this name (empty: every one)
 };
+
+// The verdict on one plugin file: every check, in order.
+struct Report {
+  std::string plugin = "?";  // the descriptor's name, once loaded
+  std::string file;          // o.plugin_path
+  std::vector<Check> checks;
+  size_t failed = 0, skipped = 0;
+};
+
+// Loads the plugin (acceptance is the runtime loader's own verdict, asked through the C ABI: a plugin
+// passes only if it also loads) and runs the checks of each of its components.
+Report run(const Options& o);
+// One line per check and the verdict, or (json) one object: the plugin, every check and the verdict.
+void print(const Report& r, bool json, std::ostream& out);
 
 // The loaded plugin file, and a minimal gw_host: set_error kept per thread, log to stderr at warnings,
 // configuration from each key's declared default.

@@ -5,7 +5,7 @@
 #include <random>
 #include <set>
 
-#include "cmd_conformance.hpp"
+#include "conformance/conformance.hpp"
 
 namespace gwcli::conformance {
 namespace {

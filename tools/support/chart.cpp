@@ -7,7 +7,7 @@
 #include <limits>
 #include <sstream>
 
-#include "plot.hpp"
+#include "support/plot.hpp"
 
 namespace gwtrain {
 namespace {

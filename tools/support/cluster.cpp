@@ -1,4 +1,4 @@
-#include "cluster.hpp"
+#include "support/cluster.hpp"
 
 #include <unistd.h>
 
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <regex>
 
-#include "commands.hpp"
-#include "process.hpp"
+#include "support/tool.hpp"
+#include "support/process.hpp"
 
 #ifndef GW_SOURCE_SCRIPTS_DIR
 #define GW_SOURCE_SCRIPTS_DIR ""

@@ -1,4 +1,4 @@
-#include "plot.hpp"
+#include "support/plot.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "process.hpp"
+#include "support/process.hpp"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "commands.hpp"
+#include "support/tool.hpp"
 
 namespace gwcli {
 

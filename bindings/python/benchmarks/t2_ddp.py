@@ -2,7 +2,7 @@
 """Benchmark T2: one PyTorch DDP trainer (gloo), only the gradient communication swapped.
 
 Trains the MLP 784-1024-1024-10 (about 1.9 M parameters) on Fashion-MNIST with the recipe of T1's PyTorch
-peer (runtime/cli/bench/peers/torch_ddp.py: He-normal init, per-pixel normalization, SGD with momentum, cosine
+peer (bench/peers/torch_ddp.py: He-normal init, per-pixel normalization, SGD with momentum, cosine
 learning rate, the global batch split evenly over the ranks), once per configuration:
 
   ddp            DDP's own allreduce (no hook)          gw-none        gradwire hook, uncompressed

@@ -1,6 +1,7 @@
 // `gradwire train`, the parts its files share: the command's options, the catalog of configurations
-// (configurations.cpp), one rank's work (worker.cpp) and the first process's summary (report.cpp).
-// cmd_train.cpp holds the command line and the driver that launches each configuration.
+// (configurations.cpp), the driver that launches each configuration (driver.cpp), one rank's work
+// (worker.cpp) and the first process's summary (report.cpp). runtime/cli/cmd_train.cpp holds the command
+// line only.
 #pragma once
 
 #include <gradwire/gradwire.h>
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "commands.hpp"
+#include "support/tool.hpp"
 #include "train/idx.hpp"
 #include "train/trainer.hpp"
 
@@ -81,6 +82,10 @@ std::vector<std::string> split_list(const std::string& s);
 gwtrain::TrainOptions train_options(const Options& o);
 // Fashion-MNIST from `dir`; a Failure (GW_ERR_NOT_FOUND) that says what is missing.
 gwtrain::Dataset load_data(const std::string& dir);
+
+// The first process: checks the options, then launches every configuration's ranks (`gradwire run -n N --
+// gradwire train --worker NAME ...`) in turn and writes OUT/table.txt and OUT/train.svg (driver.cpp).
+void run_driver(const Options& o);
 
 // One rank of configuration o.worker: trains, and on rank 0 writes OUT/NAME.json.
 void run_worker(const Options& o);

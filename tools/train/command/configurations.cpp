@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "train_command/command.hpp"
+#include "train/command/command.hpp"
 
 namespace gwcli::train {
 namespace {

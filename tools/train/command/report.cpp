@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "train_command/command.hpp"
+#include "train/command/command.hpp"
 
 namespace gwcli::train {
 

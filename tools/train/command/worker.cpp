@@ -15,7 +15,7 @@
 
 #include "train/cached_train_set.hpp"
 #include "train/comm_exchange.hpp"
-#include "train_command/command.hpp"
+#include "train/command/command.hpp"
 #include "train/ps_exchange.hpp"
 
 namespace gwcli::train {
