@@ -37,7 +37,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.dirname(HERE))                           # the gradwire package of this tree
-sys.path.insert(0, os.path.join(ROOT, "runtime", "cli", "bench", "peers"))  # T1's data loading and model
+sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))  # T1's data loading and model
 import gradwire.torch as gwt  # noqa: E402
 from torch_ddp import load, model_of  # noqa: E402
 
