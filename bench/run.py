@@ -3,8 +3,8 @@ r"""The benchmark harness (docs/benchmarks.md): runs one benchmark and writes it
 bench/results/, the file the documents' generated blocks quote (scripts/bench-report.py renders them).
 
     bench/run.py SUITE [ARGS...]        run SUITE: P1-P8 are `gradwire bench --suite SUITE ARGS...` (their
-                                        result file with --out); T1, T2, T4, T5 and C1 launch their ranks
-                                        and peers here (bench/gwbench/); validation is
+                                        result file with --out); P9, T1-T5 and C1 launch their ranks and
+                                        peers here (bench/gwbench/); validation is
                                         scripts/validate-cost-model.sh [OUT]
     bench/run.py --summary SUITE OUT    the table again from a finished run's output directory
     bench/run.py --finish SUITE OUT --command TEXT
@@ -20,9 +20,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gwbench import c1, harness, t1, t2, t4, t5, validation  # noqa: E402
+from gwbench import c1, harness, p9, t1, t2, t3, t4, t5, validation  # noqa: E402
 
-HARNESSES = {"T1": t1, "T2": t2, "T4": t4, "T5": t5, "C1": c1}
+HARNESSES = {"P9": p9, "T1": t1, "T2": t2, "T3": t3, "T4": t4, "T5": t5, "C1": c1}
 SUMMARIES = {**HARNESSES, "validation": validation}
 SUITES = [f"P{i}" for i in range(1, 9)]
 

@@ -47,10 +47,9 @@ PRODUCERS = {
     "T1": "bench/run.py T1 (as root: the emulated cluster)",
     "T2": "bench/run.py T2 (as root)",
     "T5": "bench/run.py T5 (as root)",
-    "T3": ("gradwire train --ranks 4 --link 1gbit --epochs 2 --evals-per-epoch 8 --configs "
-           "none,async,ps-sync,ps-async --slow-rank 3 --slow-factor 3 (as root) | scripts/bench-report.py save T3"),
+    "T3": "bench/run.py T3 (as root)",
     "C1": "bench/run.py C1",
-    "P9": ".venv-torch/bin/python scripts/bench-p9.py | scripts/bench-report.py save P9 --command scripts/bench-p9.py",
+    "P9": "bench/run.py P9",
     "validation": "scripts/validate-cost-model.sh (as root)",
     "train": ("scripts/bench-report.py record train-short --tail 12 -- build/bin/gradwire train --epochs 1 "
               "--train-images 6000 --test-images 1000 --configs none,int8"),

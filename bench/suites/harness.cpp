@@ -12,7 +12,7 @@
 namespace gwcli::bench {
 
 const std::vector<std::string>& harness_benchmarks() {
-  static const std::vector<std::string> all = {"T1", "T2", "T4", "T5", "C1", "validation"};
+  static const std::vector<std::string> all = {"P9", "T1", "T2", "T3", "T4", "T5", "C1", "validation"};
   return all;
 }
 

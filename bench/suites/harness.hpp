@@ -1,5 +1,5 @@
-// `gradwire bench --suite T2` (and T1, T4, T5, C1, validation): the benchmarks that train with PyTorch
-// peers or run for tens of minutes have their harness in Python, bench/run.py (bench/gwbench/); the
+// `gradwire bench --suite T2` (and P9, T1-T5, C1, validation): the benchmarks that train, compare with
+// PyTorch in Python or run for tens of minutes have their harness in Python, bench/run.py (bench/gwbench/); the
 // command hands them to it, with GW set to itself, so every benchmark starts from `gradwire bench`.
 #pragma once
 

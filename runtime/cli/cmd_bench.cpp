@@ -43,7 +43,7 @@ int run(const BenchArgs& args) {
   }
   std::set<std::string> known;
   for (const auto& s : bench::suites()) known.insert(s.id);
-  // T1, T2, T4, T5, C1, validation: bench/run.py's harness, one at a time.
+  // P9, T1-T5, C1, validation: bench/run.py's harness, one at a time.
   for (const auto& h : bench::harness_benchmarks())
     if (wanted.count(h)) {
       if (wanted.size() != 1) {
@@ -54,7 +54,7 @@ int run(const BenchArgs& args) {
       return bench::run_harness(h, args.harness_args);
     }
   if (!args.harness_args.empty()) {
-    std::cerr << "gradwire bench: options after -- are for the harness benchmarks (--suite T1, T2, T4, T5, C1 or "
+    std::cerr << "gradwire bench: options after -- are for the harness benchmarks (--suite P9, T1-T5, C1 or "
                  "validation); the suites P1-P8 take the options above\n";
     return 2;
   }
@@ -136,7 +136,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--bytes", args->options.bytes, "P5, P8: f32 bytes of the whole buffer (default 100 MB)")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 34));
   cmd->add_option("--model", args->options.model, "P4, P5, P7: a cost model (gradwire calibrate) whose predictions to add");
-  cmd->add_option("args", args->harness_args, "With --suite T1 ... validation: that benchmark's options (after --)");
+  cmd->add_option("args", args->harness_args, "With --suite P9, T1-T5, C1 or validation: that benchmark's options (after --)");
   cmd->callback([&exit_code, args] { exit_code = run(*args); });
 }
 
