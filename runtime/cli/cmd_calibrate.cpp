@@ -1,9 +1,9 @@
-// `gradwire calibrate`: the command line of the cost model's calibration (tools/model/calibrate.cpp).
+// `gradwire calibrate`: the command line of the cost model's calibration (tools/costmodel/calibrate.cpp).
 #include <iostream>
 #include <memory>
 
 #include "commands.hpp"
-#include "model/calibrate.hpp"
+#include "costmodel/calibrate.hpp"
 
 namespace gwcli {
 

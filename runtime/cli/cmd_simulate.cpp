@@ -1,9 +1,9 @@
-// `gradwire simulate`: the command line of the cost model's what-if tool (tools/model/simulate.cpp).
+// `gradwire simulate`: the command line of the cost model's what-if tool (tools/costmodel/simulate.cpp).
 #include <iostream>
 #include <memory>
 
 #include "commands.hpp"
-#include "model/simulate.hpp"
+#include "costmodel/simulate.hpp"
 
 namespace gwcli {
 

@@ -30,7 +30,7 @@
 #include "suites/bench_ranks.hpp"
 #include "suites/link_tables.hpp"
 #include "suites/peer_extras.hpp"
-#include "model/calibrate.hpp"
+#include "costmodel/calibrate.hpp"
 #include "support/tool.hpp"
 #include "model/measure.hpp"
 #include "model/model.hpp"

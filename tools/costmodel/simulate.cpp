@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/simulate.hpp"
+#include "costmodel/simulate.hpp"
 #include "support/tool.hpp"
 #include "model/model.hpp"
 #include "support/plot.hpp"
