@@ -5,8 +5,8 @@
     scripts/bench-report.py --check          exit 1, with a diff, where a block differs from what it would write
     scripts/bench-report.py save NAME [--command TEXT] < SUMMARY
                                              keep a script's summary (a Markdown table, or text) as
-                                             bench/results/NAME.json (bench-t1/t2/c1.sh and
-                                             validate-cost-model.sh do, unless SAVE_RESULT=0)
+                                             bench/results/NAME.json (bench/run.py's harnesses do,
+                                             through save_summary, unless SAVE_RESULT=0)
     scripts/bench-report.py record NAME [--tail N] -- COMMAND ARGS...
                                              run COMMAND and keep its output (its last N lines) likewise
     scripts/bench-report.py --self-test
@@ -44,13 +44,12 @@ BLOCK = re.compile(r"(<!-- results:(\S+) begin -->\n)(.*?)(<!-- results:\2 end -
 # The command that writes each result file, for a block whose file is not committed yet.
 PRODUCERS = {
     **{f"P{i}": f"build/bin/gradwire bench --suite P{i} --out bench/results/P{i}.json" for i in range(1, 8)},
-    "T1": "scripts/bench-t1.sh (as root: the emulated cluster)",
-    "T2": "scripts/bench-t2.sh (as root)",
-    "T5": "scripts/bench-t5.sh (as root)",
-    "T3": ("gradwire train --ranks 4 --link 1gbit --epochs 2 --evals-per-epoch 8 --configs "
-           "none,async,ps-sync,ps-async --slow-rank 3 --slow-factor 3 (as root) | scripts/bench-report.py save T3"),
-    "C1": "scripts/bench-c1.sh",
-    "P9": ".venv-torch/bin/python scripts/bench-p9.py | scripts/bench-report.py save P9 --command scripts/bench-p9.py",
+    "T1": "bench/run.py T1 (as root: the emulated cluster)",
+    "T2": "bench/run.py T2 (as root)",
+    "T5": "bench/run.py T5 (as root)",
+    "T3": "bench/run.py T3 (as root)",
+    "C1": "bench/run.py C1",
+    "P9": "bench/run.py P9",
     "validation": "scripts/validate-cost-model.sh (as root)",
     "train": ("scripts/bench-report.py record train-short --tail 12 -- build/bin/gradwire train --epochs 1 "
               "--train-images 6000 --test-images 1000 --configs none,int8"),
@@ -204,6 +203,16 @@ def save(name, doc):
     print("wrote", os.path.relpath(path, ROOT))
 
 
+def save_summary(name, command, text, **extra):
+    """A harness's summary as bench/results/NAME.json, with the run's machine, command and commit: a
+    Markdown table is kept as one (`table`), anything else shown as its text (`output`); `extra` keys
+    (a harness's raw rows) are kept beside. bench/gwbench's harnesses call it, as `save` does."""
+    doc = run_info(command.strip() or "?")
+    doc["table" if text.lstrip().startswith("|") or "\n|" in text[:200] else "output"] = text
+    doc.update(extra)
+    save(name, doc)
+
+
 def self_test():
     ok = True
     with tempfile.TemporaryDirectory() as d:
@@ -255,11 +264,7 @@ def main():
         p.add_argument("name")
         p.add_argument("--command", default="")
         a = p.parse_args(argv[1:])
-        doc = run_info(a.command.strip() or "?")
-        text = sys.stdin.read()
-        # A script's summary: a Markdown table is kept as one, anything else shown as its text.
-        doc["table" if text.lstrip().startswith("|") or "\n|" in text[:200] else "output"] = text
-        save(a.name, doc)
+        save_summary(a.name, a.command, sys.stdin.read())
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--check", action="store_true")

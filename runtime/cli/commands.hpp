@@ -1,33 +1,13 @@
-// The `gradwire` command: one file per subcommand, each adding itself to the CLI11 app. The command is
-// a client of libgradwire's C ABI only, like any application.
+// The `gradwire` command: one file per subcommand, each adding its command line to the CLI11 app and
+// calling the tool behind it (tools/, bench/suites/). The command is a client of libgradwire's C ABI
+// only, like any application.
 #pragma once
 
-#include <gradwire/gradwire.h>
-
 #include <CLI/CLI.hpp>
-#include <memory>
-#include <stdexcept>
-#include <string>
-#include <vector>
+
+#include "support/tool.hpp"  // Failure, check, open_runtime (tools/support)
 
 namespace gwcli {
-
-// A failed gradwire call: the status and gw_last_error(), printed by main before exiting non-zero.
-struct Failure : std::runtime_error {
-  Failure(gw_status s, const std::string& what) : std::runtime_error(what), status(s) {}
-  gw_status status;
-};
-
-// Throws Failure when `status` is an error.
-void check(gw_status status, const std::string& doing);
-
-struct RuntimeDeleter {
-  void operator()(gw_runtime* rt) const { gw_runtime_destroy(rt); }
-};
-using RuntimePtr = std::unique_ptr<gw_runtime, RuntimeDeleter>;
-
-// Creates a runtime from an optional TOML file.
-RuntimePtr open_runtime(const std::string& config_path, uint32_t flags = 0);
 
 // Each subcommand registers itself; `exit_code` is set by the subcommand's callback.
 void add_plugins_command(CLI::App& app, int& exit_code);

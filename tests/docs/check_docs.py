@@ -9,7 +9,7 @@ Checks README.md, docs/*.md and bindings/*/README.md:
     "this run", "this stop", "last run", "before the change", "earlier the same day", "this session",
     "yesterday" (what was tried belongs in a commit message or an issue, the figures in bench/results/);
   - every relative Markdown link, and every backticked or bare repository path (`docs/x.md`,
-    `runtime/cli/bench/`, `examples/gradwire.toml`), names a file or folder that exists;
+    `bench/suites/`, `examples/gradwire.toml`), names a file or folder that exists;
   - README.md lists every file in docs/.
 
 Exit status 0 when all hold, 1 with one line per finding otherwise. --self-test plants bad text and

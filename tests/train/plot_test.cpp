@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "plot.hpp"
+#include "support/plot.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 """Benchmark T2: one PyTorch DDP trainer (gloo), only the gradient communication swapped.
 
 Trains the MLP 784-1024-1024-10 (about 1.9 M parameters) on Fashion-MNIST with the recipe of T1's PyTorch
-peer (runtime/cli/bench/peers/torch_ddp.py: He-normal init, per-pixel normalization, SGD with momentum, cosine
+peer (bench/peers/torch_ddp.py: He-normal init, per-pixel normalization, SGD with momentum, cosine
 learning rate, the global batch split evenly over the ranks), once per configuration:
 
   ddp            DDP's own allreduce (no hook)          gw-none        gradwire hook, uncompressed
@@ -37,7 +37,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.dirname(HERE))                           # the gradwire package of this tree
-sys.path.insert(0, os.path.join(ROOT, "runtime", "cli", "bench", "peers"))  # T1's data loading and model
+sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))  # T1's data loading and model
 import gradwire.torch as gwt  # noqa: E402
 from torch_ddp import load, model_of  # noqa: E402
 

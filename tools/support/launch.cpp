@@ -1,0 +1,213 @@
+// The launcher behind `gradwire run -n N [--] PROG ARGS` (launch.hpp): starts N local ranks of PROG with GW_RANK, GW_WORLD_SIZE,
+// GW_LOCAL_RANK, GW_LOCAL_SIZE, GW_ROOT_ADDR=127.0.0.1 and GW_ROOT_PORT (a free port), prefixes every
+// line they print with "[rank] ", forwards Ctrl-C / SIGTERM, and when one rank fails stops the others
+// and exits with that rank's status (128 + signal for a rank killed by a signal). --keep-going lets the
+// others run on (tests use it to watch how they handle a dead peer). --link RATE places every rank in its
+// own network namespace of the emulated cluster (cluster.hpp): UCX over TCP on the namespace's veth, the
+// root at rank 0's address; the namespaces are removed when the ranks are done, also after failures.
+// --ranks-per-node K groups ranks r with the same r / K into one node: GW_NODE_ID, GW_LOCAL_RANK and
+// GW_LOCAL_SIZE say so (the two-level collectives read them), and with --link they share one namespace
+// and its link.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/cluster.hpp"
+#include "support/launch.hpp"
+#include "support/process.hpp"
+#include "support/tool.hpp"
+
+namespace gwcli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  const unsigned char s = static_cast<unsigned char>(sig);
+  const int saved = errno;
+  (void)!write(g_signal_pipe[1], &s, 1);
+  errno = saved;
+}
+
+// One output stream of one rank, split into prefixed lines.
+struct Stream {
+  int fd = -1;
+  FILE* out = nullptr;
+  std::string partial;
+};
+
+struct Rank {
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+  Stream streams[2];
+};
+
+void emit(int rank, Stream& s, const char* data, size_t n) {
+  s.partial.append(data, n);
+  size_t start = 0;
+  for (size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1)
+    std::fprintf(s.out, "[%d] %.*s\n", rank, int(nl - start), s.partial.data() + start);
+  s.partial.erase(0, start);
+  std::fflush(s.out);
+}
+
+void flush_partial(int rank, Stream& s) {
+  if (!s.partial.empty()) std::fprintf(s.out, "[%d] %s\n", rank, s.partial.c_str());
+  s.partial.clear();
+  std::fflush(s.out);
+}
+
+std::string describe(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                                  strsignal(WTERMSIG(status)) + ")";
+  return "stopped";
+}
+
+pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& command, int out_fd, int err_fd,
+                 const Cluster* cluster, int per_node) {
+  SpawnOptions options;
+  options.stdout_fd = out_fd;
+  options.stderr_fd = err_fd;
+  options.own_group = true;  // signals reach a rank (and its children) only through us
+  options.env = {{"GW_RANK", std::to_string(rank)},
+                 {"GW_WORLD_SIZE", std::to_string(n)},
+                 {"GW_ROOT_ADDR", "127.0.0.1"},
+                 {"GW_ROOT_PORT", std::to_string(port)}};
+  if (per_node > 0) {  // emulated nodes: the last one may hold fewer ranks
+    options.env.push_back({"GW_NODE_ID", std::to_string(rank / per_node)});
+    options.env.push_back({"GW_LOCAL_RANK", std::to_string(rank % per_node)});
+    options.env.push_back({"GW_LOCAL_SIZE", std::to_string(std::min(per_node, n - rank / per_node * per_node))});
+  } else {
+    options.env.push_back({"GW_LOCAL_RANK", std::to_string(rank)});
+    options.env.push_back({"GW_LOCAL_SIZE", std::to_string(n)});
+  }
+  if (cluster) {
+    for (const auto& kv : Cluster::environment()) options.env.push_back(kv);
+    options.env.push_back({"GW_LINK_RATE", cluster->rate()});
+  }
+  return spawn(cluster ? cluster->wrap(rank, command) : command, options, "gradwire run");
+}
+
+void signal_all(std::vector<Rank>& ranks, int sig) {
+  for (auto& r : ranks)
+    if (r.running) killpg(r.pid, sig);
+}
+
+}  // namespace
+
+int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bool keep_going, const std::string& link,
+              int per_node) {
+  if (command.empty()) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: give the program to start: gradwire run -n N -- PROG ARGS");
+  if (n < 1) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: -n must be at least 1");
+  const int port = free_port("run");
+  // Declared before the ranks: destroyed (namespaces removed) after they are all gone, however this ends.
+  std::optional<Cluster> cluster = link.empty() ? std::optional<Cluster>() : Cluster::up(n, link, "gradwire run", std::max(1, per_node));
+
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw Failure(GW_ERR_INTERNAL, std::string("run: pipe: ") + std::strerror(errno));
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(sig, &sa, nullptr);
+
+  std::vector<Rank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    int pipes[2][2];
+    if (pipe2(pipes[0], O_CLOEXEC) != 0 || pipe2(pipes[1], O_CLOEXEC) != 0)
+      throw Failure(GW_ERR_INTERNAL, std::string("run: pipe: ") + std::strerror(errno));
+    ranks[r].pid = start_rank(r, n, port, command, pipes[0][1], pipes[1][1], cluster ? &*cluster : nullptr, per_node);
+    ranks[r].running = true;
+    for (int s = 0; s < 2; ++s) {
+      close(pipes[s][1]);
+      ranks[r].streams[s].fd = pipes[s][0];
+      ranks[r].streams[s].out = s == 0 ? stdout : stderr;
+    }
+  }
+
+  int running = n, first_failure = -1, interrupted = 0;
+  Clock::time_point stop_sent{};
+  bool killed = false;
+  std::vector<char> buf(65536);
+  for (;;) {
+    std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}};
+    std::vector<std::pair<int, int>> owners{{-1, -1}};
+    for (int r = 0; r < n; ++r)
+      for (int s = 0; s < 2; ++s)
+        if (ranks[r].streams[s].fd >= 0) {
+          fds.push_back({ranks[r].streams[s].fd, POLLIN, 0});
+          owners.push_back({r, s});
+        }
+    if (running == 0 && fds.size() == 1) break;
+    poll(fds.data(), fds.size(), 100);
+
+    if (fds[0].revents & POLLIN) {
+      unsigned char sig = 0;
+      while (read(g_signal_pipe[0], &sig, 1) == 1) {
+        if (sig == SIGCHLD) continue;
+        interrupted = sig;
+        signal_all(ranks, sig);  // forward Ctrl-C / SIGTERM to every rank
+        if (stop_sent == Clock::time_point{}) stop_sent = Clock::now();
+      }
+    }
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto [r, s] = owners[i];
+      Stream& st = ranks[r].streams[s];
+      const ssize_t got = read(st.fd, buf.data(), buf.size());
+      if (got > 0) {
+        emit(r, st, buf.data(), size_t(got));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        flush_partial(r, st);
+        close(st.fd);
+        st.fd = -1;
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      if (!ranks[r].running) continue;
+      int status = 0;
+      if (waitpid(ranks[r].pid, &status, WNOHANG) != ranks[r].pid) continue;
+      ranks[r].running = false;
+      ranks[r].status = status;
+      --running;
+      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (failed && first_failure < 0 && !interrupted) {
+        first_failure = r;
+        if (running > 0 && !keep_going) {
+          std::fprintf(stderr, "gradwire run: rank %d %s; stopping the other %d rank%s\n", r, describe(status).c_str(),
+                       running, running == 1 ? "" : "s");
+          signal_all(ranks, SIGTERM);
+          stop_sent = Clock::now();
+        }
+      }
+    }
+    if (stop_sent != Clock::time_point{} && !killed && running > 0 &&
+        std::chrono::duration<double>(Clock::now() - stop_sent).count() > grace_s) {
+      signal_all(ranks, SIGKILL);  // a rank that ignores SIGTERM must not keep the job alive
+      killed = true;
+    }
+  }
+  close(g_signal_pipe[0]);
+  close(g_signal_pipe[1]);
+  if (first_failure >= 0) return exit_code_of(ranks[first_failure].status);
+  if (interrupted) return 128 + interrupted;
+  return 0;
+}
+
+}  // namespace gwcli
