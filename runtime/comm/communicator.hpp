@@ -107,6 +107,13 @@ class Communicator {
 
   // Live requests; destroy refuses while there are any.
   size_t live_requests() const { return live_.size(); }
+  // The peers this communicator saw fail (their notices cannot be sent or received any more).
+  std::vector<uint32_t> gone_peers() const {
+    std::vector<uint32_t> gone;
+    for (uint32_t p = 0; p < peer_gone_.size(); ++p)
+      if (peer_gone_[p]) gone.push_back(p);
+    return gone;
+  }
 
  private:
   void check_usable() const;
@@ -169,6 +176,11 @@ class Communicator {
 }  // namespace gw::comm
 
 // The C ABI's handle (runtime/capi/comm.cpp); the synchronizer reaches the communicator through it.
+namespace gw::comm {
+struct Membership;
+}
 struct gw_comm {
   std::unique_ptr<gw::comm::Communicator> impl;
+  // Elastic mode ([elastic] enabled): the membership listener and epoch (comm/elastic.hpp); null otherwise.
+  std::shared_ptr<gw::comm::Membership> elastic;
 };
