@@ -118,31 +118,12 @@ std::unique_ptr<Communicator> join_running_job(const Runtime& runtime, const gw_
   return fresh;
 }
 
-uint32_t admit_joiners(gw_comm& handle, const Runtime& runtime, uint64_t completed_steps) {
+uint64_t announce_joiners(gw_comm& handle, std::vector<bootstrap::Joiner>* joiners) {
   Membership& m = *handle.elastic;
   if (m.contact_port <= 0) return 0;
   Communicator& comm = *handle.impl;
-  std::vector<bootstrap::Joiner> joiners;
-  if (comm.rank() == 0 && m.contact) joiners = bootstrap::accept_joiners(*m.contact);
-  const uint64_t count = broadcast_u64(comm, joiners.size(), "elastic: announcing joiners");
-  if (count == 0) return 0;
-  bootstrap::Proposal proposal;
-  proposal.epoch = m.epoch;
-  proposal.old_rank = comm.rank();
-  proposal.completed_steps = completed_steps;
-  std::unique_ptr<bootstrap::MembershipSession> session =
-      comm.rank() == 0 ? bootstrap::MembershipSession::lead(*m.listener, comm.size(), proposal, 1, m.timeout_s + 5.0,
-                                                           m.addresses, std::move(joiners))
-                       : bootstrap::MembershipSession::follow(m.addresses[0], proposal, m.timeout_s + 10.0);
-  const bootstrap::Verdict& v = session->verdict();
-  if (v.status != 0) fail(gw_status(v.status), "elastic: admitting joiners failed: " + v.message);
-  const uint32_t before = comm.size();
-  auto fresh = build(*session, runtime, m);
-  runtime.logger().warn("elastic", "membership epoch " + std::to_string(v.epoch) + ": admitted " +
-                                       std::to_string(v.members.size() - before) + " rank(s) at step " +
-                                       std::to_string(completed_steps) + "; now " + std::to_string(v.members.size()));
-  handle.impl = std::move(fresh);
-  return uint32_t(v.members.size() - before);
+  if (comm.rank() == 0 && m.contact) *joiners = bootstrap::accept_joiners(*m.contact);
+  return broadcast_u64(comm, joiners->size(), "elastic: announcing joiners");
 }
 
 bool elastic_enabled(const Runtime& runtime) { return runtime.config().get_bool("elastic", "enabled"); }
@@ -172,8 +153,8 @@ std::shared_ptr<Membership> open_membership(Communicator& comm, const Runtime& r
   return m;
 }
 
-Rebuilt rebuild(gw_comm& handle, const Runtime& runtime, uint64_t completed_steps, gw_status status,
-                const std::string& message) {
+Agreed agree(gw_comm& handle, const Runtime& runtime, uint64_t completed_steps, gw_status status,
+             const std::string& message, std::vector<bootstrap::Joiner> joiners) {
   Membership& m = *handle.elastic;
   Communicator& old = *handle.impl;
   const uint32_t me = old.rank(), n = old.size();
@@ -196,7 +177,8 @@ Rebuilt rebuild(gw_comm& handle, const Runtime& runtime, uint64_t completed_step
     if (leader == me) {
       // Survivors that learn of the failure through their own timeout come up to the stuck-notice grace and
       // the notice flush (2 s each) after the first: the leader waits timeout_s + 5 s for them.
-      session = bootstrap::MembershipSession::lead(*m.listener, n, proposal, m.min_ranks, m.timeout_s + 5.0, m.addresses);
+      session = bootstrap::MembershipSession::lead(*m.listener, n, proposal, m.min_ranks, m.timeout_s + 5.0, m.addresses,
+                                                   std::move(joiners));
       break;
     }
     try {
@@ -221,13 +203,22 @@ Rebuilt rebuild(gw_comm& handle, const Runtime& runtime, uint64_t completed_step
     fail(status, message + "; elastic: the survivors' new communicator could not be built: " + e.what());
   }
   std::string members;
-  for (uint32_t r : v.members) members += (members.empty() ? "" : ", ") + std::to_string(r);
+  uint32_t admitted = 0;
+  for (uint32_t r : v.members) {
+    if (r >= n) {
+      ++admitted;
+      continue;
+    }
+    members += (members.empty() ? "" : ", ") + std::to_string(r);
+  }
   runtime.logger().warn("elastic", "membership epoch " + std::to_string(v.epoch) + ": ranks " + members +
-                                       " of the last membership continue as 0.." + std::to_string(v.members.size() - 1) +
+                                       " of the last membership continue as 0.." +
+                                       std::to_string(v.members.size() - admitted - 1) +
+                                       (admitted ? ", " + std::to_string(admitted) + " joiner(s) after them" : "") +
                                        " from step " + std::to_string(v.steps) + " (this rank: " + std::to_string(me) +
                                        " -> " + std::to_string(new_rank) + "); cause: " + message);
-  handle.impl = std::move(fresh);  // the failed communicator is destroyed here
-  return Rebuilt{v.steps};
+  handle.impl = std::move(fresh);  // the old communicator is destroyed here
+  return Agreed{v.steps, admitted};
 }
 
 }  // namespace gw::comm

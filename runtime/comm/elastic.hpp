@@ -43,27 +43,27 @@ bool elastic_enabled(const Runtime& runtime);
 std::unique_ptr<Communicator> join_running_job(const Runtime& runtime, const gw_comm_options& options,
                                                std::shared_ptr<Membership>* membership);
 
-// At a step boundary of every member: rank 0 takes the join requests waiting at the contact and tells
-// the others how many (a broadcast); with some, the members and the joiners agree on the new membership
-// (joiners take the ranks after the members') and build the new communicator. Returns the number
-// admitted; 0 leaves everything as it was.
-uint32_t admit_joiners(gw_comm& handle, const Runtime& runtime, uint64_t completed_steps);
+// At a step boundary of every member: rank 0 takes the join requests waiting at the contact (into
+// *joiners) and tells the others how many (a broadcast). Returns that number.
+uint64_t announce_joiners(gw_comm& handle, std::vector<bootstrap::Joiner>* joiners);
 
 // After creation, in elastic mode: opens this rank's listener and gathers every member's address over
 // the communicator (collective).
 std::shared_ptr<Membership> open_membership(Communicator& comm, const Runtime& runtime, const std::string& root_address,
                                             int root_port);
 
-struct Rebuilt {
-  uint64_t steps = 0;  // the step every member continues from
+struct Agreed {
+  uint64_t steps = 0;    // the step every member continues from
+  uint32_t joiners = 0;  // admitted: the ranks after the members'
 };
 
-// The communicator of `handle` failed with (status, message): agrees with the survivors on the new
-// membership (the step to continue from is the least of the members' completed_steps), replaces
-// handle.impl by a new communicator among them, and returns the agreed step. The old communicator must
-// have no live request. When the quorum is lost (or no leader answers), throws `status` with `message`
-// and the verdict appended; handle.impl is then the failed communicator, as without elastic mode.
-Rebuilt rebuild(gw_comm& handle, const Runtime& runtime, uint64_t completed_steps, gw_status status,
-                const std::string& message);
+// After a failure (`status`, `message`), or at a step boundary with joiners announced (rank 0 passes
+// them): agrees with the others on the new membership (the step to continue from is the least of the
+// members' completed_steps), replaces handle.impl by a new communicator among the members and the
+// joiners, and returns what was agreed. The old communicator must have no live request. When the quorum
+// is lost (or no leader answers), throws `status` with `message` and the verdict appended; handle.impl is
+// then the old communicator, as without elastic mode. A rank declared dead earlier gets GW_ERR_STATE.
+Agreed agree(gw_comm& handle, const Runtime& runtime, uint64_t completed_steps, gw_status status,
+             const std::string& message, std::vector<bootstrap::Joiner> joiners = {});
 
 }  // namespace gw::comm

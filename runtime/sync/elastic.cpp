@@ -45,24 +45,8 @@ void Synchronizer::recover(gw_comm& handle, gw_status status, const std::string&
   for (auto& [slot, exchanges] : slots_)
     for (auto& e : exchanges)
       if (e && e->request) comm_->free(e->request), e->request = nullptr;
-  const comm::Rebuilt agreed = comm::rebuild(handle, runtime_, snapshots_.front().steps, status, message);
-  comm_ = handle.impl.get();
-  plan_.reset();
-  seq_base_ = comm_->reserve_sequence(uint32_t(buckets_.size()));
-  const Snapshot* chosen = nullptr;
-  for (const Snapshot& s : snapshots_)
-    if (s.steps == agreed.steps) chosen = &s;
-  if (chosen == nullptr)
-    fail(GW_ERR_STATE, "elastic: the members agreed to continue from step " + std::to_string(agreed.steps) +
-                           " but this rank kept only the snapshots of steps " + std::to_string(snapshots_.front().steps) +
-                           (snapshots_.size() > 1 ? " and " + std::to_string(snapshots_.back().steps) : std::string()) +
-                           " (a member more than one step behind: please report it)");
-  load_state(chosen->state.data(), chosen->state.size());
-  for (size_t i = 0; i < tensors_.size(); ++i) staging::write_f32(chosen->parameters[i].data(), *tensors_[i].parameter);
-  reset_residuals();
-  Snapshot keep = std::move(const_cast<Snapshot&>(*chosen));
-  snapshots_.clear();
-  snapshots_.push_back(std::move(keep));
+  const comm::Agreed agreed = comm::agree(handle, runtime_, snapshots_.front().steps, status, message);
+  after_agreement(handle, agreed);
 }
 
 namespace {
@@ -111,15 +95,37 @@ void Synchronizer::reset_residuals() {
 }
 
 bool Synchronizer::admit(gw_comm& handle) {
-  require_finalized("gw_sync_step");
-  if (comm::admit_joiners(handle, runtime_, steps_) == 0) return false;
+  std::vector<bootstrap::Joiner> joiners;
+  if (comm::announce_joiners(handle, &joiners) == 0) return false;
+  // A member may have failed meanwhile: the agreement is the same as after a failure, with the joiners.
+  const comm::Agreed agreed = comm::agree(handle, runtime_, snapshots_.front().steps, GW_ERR_TRANSPORT,
+                                          "elastic: admitting joiners", std::move(joiners));
+  after_agreement(handle, agreed);
+  return true;
+}
+
+// Every member, whatever brought it to the agreement (its step failed, or joiners were announced), does
+// the same from here, and a joiner's gw_sync_finalize the same collectives in the same order.
+void Synchronizer::after_agreement(gw_comm& handle, const comm::Agreed& agreed) {
   comm_ = handle.impl.get();
   plan_.reset();
-  check_registrations();  // the joiners' finalize does the same collectives in the same order
-  seq_base_ = comm_->reserve_sequence(uint32_t(buckets_.size()));
-  transfer_state(false);
+  const Snapshot* chosen = nullptr;
+  for (const Snapshot& s : snapshots_)
+    if (s.steps == agreed.steps) chosen = &s;
+  if (chosen == nullptr)
+    fail(GW_ERR_STATE, "elastic: the members agreed to continue from step " + std::to_string(agreed.steps) +
+                           " but this rank kept only the snapshots of steps " + std::to_string(snapshots_.front().steps) +
+                           (snapshots_.size() > 1 ? " and " + std::to_string(snapshots_.back().steps) : std::string()) +
+                           " (a member more than one step behind: please report it)");
+  load_state(chosen->state.data(), chosen->state.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) staging::write_f32(chosen->parameters[i].data(), *tensors_[i].parameter);
+  Snapshot keep = std::move(const_cast<Snapshot&>(*chosen));
+  snapshots_.clear();
+  snapshots_.push_back(std::move(keep));
   reset_residuals();
-  return true;
+  if (agreed.joiners > 0) check_registrations();
+  seq_base_ = comm_->reserve_sequence(uint32_t(buckets_.size()));
+  if (agreed.joiners > 0) transfer_state(false);
 }
 
 }  // namespace gw::sync

@@ -20,6 +20,7 @@
 #include "codec/device.hpp"
 #include "collectives/compressed.hpp"
 #include "comm/communicator.hpp"
+#include "comm/elastic.hpp"
 #include "core/error.hpp"
 #include "core/runtime.hpp"
 #include "ef/error_feedback.hpp"
@@ -127,6 +128,7 @@ class Synchronizer {
   // (the joiners) take them, their own error-feedback residuals reset.
   void transfer_state(bool receiving);
   void reset_residuals();
+  void after_agreement(gw_comm& handle, const comm::Agreed& agreed);
   std::vector<Snapshot> snapshots_;  // [0]: this step's start, [1]: the last step's
 
   // What a discarded early exchange changed, to undo it (gw_sync_skip_step).

@@ -236,7 +236,7 @@ TEST_P(Elastic, StoppedRankDeclaredDeadIsRefused) {
 }
 
 // `gradwire run --elastic=1`: the killed rank is started again, asks to join, and is admitted at the
-// members' next step boundary (the last rank of membership epoch 2); it receives the parameters and the
+// members' next step boundary (the last rank of the new membership); it receives the parameters and the
 // synchronizer's state from rank 0, and all 4 end with the same parameters.
 TEST_P(Elastic, RestartedRankJoinsAndEndsBitIdentical) {
   const Result res = run(GetParam(), "kill", "2", 200, "ELASTIC_STEP_SLEEP_MS=25", "--elastic=1");
@@ -256,9 +256,13 @@ TEST_P(Elastic, RestartedRankJoinsAndEndsBitIdentical) {
     ASSERT_TRUE(rep.done) << "rank " << r << " did not finish:\n" << res.job.output;
     EXPECT_EQ(rep.steps, 200u);
     EXPECT_EQ(rep.done_size, 4) << "rank " << r;
-    EXPECT_EQ(rep.done_epoch, 2) << "rank " << r;
+    // One change for the loss and one for the join, or one for both (a joiner that arrives before the
+    // members noticed the loss is admitted by the same agreement).
+    EXPECT_EQ(rep.done_epoch, res.ranks.at(0).done_epoch) << "rank " << r;
     if (r != 2) {
-      EXPECT_EQ(rep.changes, 2) << "rank " << r << ": one change for the loss, one for the join";
+      EXPECT_GE(rep.changes, 1) << "rank " << r;
+      EXPECT_LE(rep.changes, 2) << "rank " << r;
+      EXPECT_EQ(rep.changes, rep.done_epoch) << "rank " << r;
     }
     hashes.insert(rep.hash);
     EXPECT_TRUE(rep.destroyed) << "rank " << r;
