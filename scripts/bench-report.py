@@ -50,6 +50,7 @@ PRODUCERS = {
     "T3": ("gradwire train --ranks 4 --link 1gbit --epochs 2 --evals-per-epoch 8 --configs "
            "none,async,ps-sync,ps-async --slow-rank 3 --slow-factor 3 (as root) | scripts/bench-report.py save T3"),
     "C1": "scripts/bench-c1.sh",
+    "F1": "scripts/bench-f1.py | scripts/bench-report.py save F1 --command scripts/bench-f1.py",
     "P9": ".venv-torch/bin/python scripts/bench-p9.py | scripts/bench-report.py save P9 --command scripts/bench-p9.py",
     "validation": "scripts/validate-cost-model.sh (as root)",
     "train": ("scripts/bench-report.py record train-short --tail 12 -- build/bin/gradwire train --epochs 1 "

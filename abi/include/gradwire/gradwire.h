@@ -485,10 +485,11 @@ GW_API gw_status gw_sync_bucket_ready(gw_sync* sync, uint32_t bucket);
 /* Ends a step: runs the schedule (starting every exchange not started yet) and returns once the
  * gradients (and parameters) are final. *flags (may be NULL) holds GW_SYNC_* bits: apply the optimizer
  * only with GW_SYNC_APPLY (not on a micro-step that only accumulated). Collective.
- * Since 1.5, in elastic mode ([elastic] enabled, docs/elastic.md): GW_MEMBERSHIP_CHANGED when ranks
- * failed and the survivors (a quorum) continue without them; *flags is then 0, the step was discarded,
- * the registered parameters and the synchronizer's state are those at the start of the last step every
- * member completed. When the quorum is lost, the error as without elastic mode.
+ * In elastic mode ([elastic] enabled, docs/elastic.md; ABI minor 5 on): GW_MEMBERSHIP_CHANGED when ranks
+ * failed and the survivors (a quorum) continue without them, or when processes joined at this step
+ * boundary; *flags is then 0, the step was discarded, the registered parameters and the synchronizer's
+ * state are those at the start of the last step every member completed. When the quorum is lost, the
+ * error as without elastic mode.
  * thread: comm. */
 GW_API gw_status gw_sync_step(gw_sync* sync, uint32_t* flags);
 /* Instead of gw_sync_step: this step is skipped (e.g. an fp16 loss-scale overflow) and nothing counts
