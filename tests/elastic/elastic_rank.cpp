@@ -5,7 +5,7 @@
 // step, so a member whose state differs from the others' shows in the final hash. On each rank named in
 // VICTIMS (comma-separated) a second thread injects FAULT (kill: SIGKILL, stop: SIGSTOP; none) FAULT_DELAY_MS
 // (default 20) after the main thread entered step FAULT_AT (default 3). ELASTIC_STEP_SLEEP_MS (default 0)
-// before every step keeps the loop running longer. TAG only marks the processes.
+// before every step (before the fault's delay starts) keeps the loop running longer. TAG only marks the processes.
 //
 // What it prints (elastic_test.cpp parses it):
 //   "FAULT <fault> pid <pid> at <wall seconds>"                      a victim, just before the fault
@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
     for (int t = 0; t < 2; ++t)
       for (size_t i = 0; i < counts[t]; ++i)
         grads[t][i] = 0.05f * params[t][i] + float(int((i * 7 + rank * 13 + done * 5) % 17) - 8) * 0.01f / float(size);
+    if (step_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_sleep_ms));
     if (victim && int(done) == fault_at && !fault_armed.exchange(true)) {
       injector = std::thread([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
@@ -121,7 +122,6 @@ int main(int argc, char** argv) {
         raise(fault == "kill" ? SIGKILL : SIGSTOP);
       });
     }
-    if (step_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_sleep_ms));
     uint32_t flags = 0;
     const gw_status st = gw_sync_step(sync, &flags);
     if (st == GW_MEMBERSHIP_CHANGED) {
