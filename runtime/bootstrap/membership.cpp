@@ -283,7 +283,9 @@ MembershipListener::MembershipListener(const std::string& host, int port, bool) 
     fail(GW_ERR_TRANSPORT, "elastic: cannot listen for joiners at " + host + ":" + std::to_string(port) + ": " + why);
   }
   nonblocking(fd_);
-  address_ = host + ":" + std::to_string(port);
+  socklen_t len = sizeof a;
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);  // port 0: the one the kernel chose
+  address_ = host + ":" + std::to_string(ntohs(a.sin_port));
 }
 
 MembershipListener::~MembershipListener() {
