@@ -107,13 +107,6 @@ class Communicator {
 
   // Live requests; destroy refuses while there are any.
   size_t live_requests() const { return live_.size(); }
-  // The peers this communicator saw fail (their notices cannot be sent or received any more).
-  std::vector<uint32_t> gone_peers() const {
-    std::vector<uint32_t> gone;
-    for (uint32_t p = 0; p < peer_gone_.size(); ++p)
-      if (peer_gone_[p]) gone.push_back(p);
-    return gone;
-  }
 
  private:
   void check_usable() const;
