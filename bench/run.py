@@ -20,9 +20,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gwbench import c1, harness, p9, t1, t2, t3, t4, t5, validation  # noqa: E402
+from gwbench import c1, f1, harness, p9, t1, t2, t3, t4, t5, validation  # noqa: E402
 
-HARNESSES = {"P9": p9, "T1": t1, "T2": t2, "T3": t3, "T4": t4, "T5": t5, "C1": c1}
+HARNESSES = {"F1": f1, "P9": p9, "T1": t1, "T2": t2, "T3": t3, "T4": t4, "T5": t5, "C1": c1}
 SUMMARIES = {**HARNESSES, "validation": validation}
 SUITES = [f"P{i}" for i in range(1, 9)]
 

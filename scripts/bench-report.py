@@ -50,6 +50,7 @@ PRODUCERS = {
     "T3": "bench/run.py T3 (as root)",
     "C1": "bench/run.py C1",
     "P9": "bench/run.py P9",
+    "F1": "bench/run.py F1",
     "validation": "scripts/validate-cost-model.sh (as root)",
     "train": ("scripts/bench-report.py record train-short --tail 12 -- build/bin/gradwire train --epochs 1 "
               "--train-images 6000 --test-images 1000 --configs none,int8"),

@@ -1,13 +1,17 @@
 // gw_comm_*, gw_request_* and the collectives of the C ABI.
 #include <gradwire/gradwire.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "capi/blocking.hpp"
 #include "collectives/algorithms.hpp"
 #include "comm/allreduce_start.hpp"
 #include "comm/communicator.hpp"
 #include "comm/create.hpp"
+#include "comm/elastic.hpp"
+#include "bootstrap/launch_env.hpp"
 #include "comm/native.hpp"
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"
@@ -118,7 +122,20 @@ GW_API gw_status gw_comm_create(gw_runtime* runtime, const gw_comm_options* opti
     gw::require(runtime, "runtime");
     const gw_comm_options o = gw::abi::read(options, "options");
     auto c = std::make_unique<gw_comm>();
-    c->impl = gw::comm::create_communicator(runtime->impl, o);
+    const char* join = std::getenv("GW_ELASTIC_JOIN");
+    if (gw::comm::elastic_enabled(runtime->impl) && join && std::string(join) == "1") {
+      // A restarted (or new) process of an elastic job: admitted by the members (docs/elastic.md).
+      c->impl = gw::comm::join_running_job(runtime->impl, o, &c->elastic);
+    } else {
+      c->impl = gw::comm::create_communicator(runtime->impl, o);
+    }
+    if (gw::comm::elastic_enabled(runtime->impl) && !c->elastic) {
+      gw::bootstrap::LaunchOverrides overrides;
+      overrides.root_address = o.root_address ? o.root_address : "";
+      overrides.root_port = o.root_port;
+      const gw::bootstrap::LaunchInfo launch = gw::bootstrap::detect_launch(overrides);
+      c->elastic = gw::comm::open_membership(*c->impl, runtime->impl, launch.root_address, launch.root_port);
+    }
     *comm = c.release();
     return GW_OK;
   });
@@ -137,6 +154,10 @@ GW_API gw_status gw_comm_destroy(gw_comm* comm) {
 
 GW_API uint32_t gw_comm_rank(const gw_comm* comm) { return comm ? comm->impl->rank() : 0; }
 GW_API uint32_t gw_comm_size(const gw_comm* comm) { return comm ? comm->impl->size() : 0; }
+
+GW_API uint64_t gw_comm_membership_epoch(const gw_comm* comm) {
+  return comm && comm->elastic ? comm->elastic->epoch : 0;
+}
 
 GW_API gw_status gw_comm_abort(gw_comm* comm) {
   if (comm == nullptr) return GW_ERR_INVALID_ARGUMENT;

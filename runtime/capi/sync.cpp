@@ -7,6 +7,7 @@
 #include "core/abi_struct.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
+#include "comm/elastic.hpp"
 #include "instance/runtime.hpp"
 #include "sync/synchronizer.hpp"
 
@@ -44,6 +45,9 @@ GW_API gw_status gw_sync_create(gw_comm* comm, const gw_sync_options* options, g
     if (options->flags != 0) gw::fail(GW_ERR_INVALID_ARGUMENT, "options->flags is reserved; pass 0");
     auto s = std::make_unique<gw_sync>();
     s->impl = std::make_unique<Synchronizer>(*comm->impl, options->runtime->impl);
+    s->impl->set_elastic(comm->elastic != nullptr);
+    if (comm->elastic && comm->elastic->joined) s->impl->set_joined();
+    s->comm = comm;
     *sync = s.release();
     return GW_OK;
   });
@@ -119,9 +123,29 @@ GW_API gw_status gw_sync_bucket_ready(gw_sync* sync, uint32_t bucket) {
 
 GW_API gw_status gw_sync_step(gw_sync* sync, uint32_t* flags) {
   return locked(sync, [&](Synchronizer& s) {
-    const uint32_t f = s.step();
-    if (flags) *flags = f;
-    return GW_OK;
+    if (!s.elastic()) {
+      const uint32_t f = s.step();
+      if (flags) *flags = f;
+      return GW_OK;
+    }
+    // Elastic mode (docs/elastic.md): a step that failed because ranks are gone or silent is recovered.
+    sync->comm->elastic->listener->refuse_waiting(sync->comm->elastic->epoch);
+    s.snapshot();
+    try {
+      // Joiners are admitted at the step boundary: the step has not started; it is redone with them.
+      if (s.admit(*sync->comm)) {
+        if (flags) *flags = 0;
+        return GW_MEMBERSHIP_CHANGED;
+      }
+      const uint32_t f = s.step();
+      if (flags) *flags = f;
+      return GW_OK;
+    } catch (const gw::Error& e) {
+      if (e.status() != GW_ERR_TRANSPORT && e.status() != GW_ERR_TIMEOUT) throw;
+      s.recover(*sync->comm, e.status(), e.what());
+      if (flags) *flags = 0;
+      return GW_MEMBERSHIP_CHANGED;
+    }
   });
 }
 

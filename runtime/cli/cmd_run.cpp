@@ -1,6 +1,7 @@
 // `gradwire run -n N [--] PROG ARGS`: the command line of the launcher (tools/support/launch.cpp): N local
 // ranks of PROG with GW_RANK, GW_WORLD_SIZE, GW_LOCAL_RANK, GW_LOCAL_SIZE, GW_ROOT_ADDR and GW_ROOT_PORT
-// set, every line they print prefixed with "[rank] "; when one rank fails the others are stopped.
+// set, every line they print prefixed with "[rank] "; when one rank fails the others are stopped (with
+// --elastic, it is started again to join the job).
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto keep_going = std::make_shared<bool>(false);
   auto link = std::make_shared<std::string>();
   auto per_node = std::make_shared<int>(0);
+  auto restarts = std::make_shared<int>(0);
   cmd->add_option("-n,--ranks", *ranks, "Number of ranks")->required()->check(CLI::Range(1, 4096));
   cmd->add_option("--grace", *grace, "Seconds the other ranks get after SIGTERM before SIGKILL")->check(CLI::Range(0.0, 3600.0));
   cmd->add_flag("--keep-going", *keep_going,
@@ -30,6 +32,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Emulate nodes of this many ranks (GW_NODE_ID, GW_LOCAL_RANK, GW_LOCAL_SIZE per node); with "
                   "--link a node's ranks share one namespace and its link")
       ->check(CLI::Range(1, 4096));
+  cmd->add_flag("--elastic", *restarts,
+                "Elastic mode (docs/elastic.md): start a rank that fails again, at most N times in all "
+                "(--elastic=N; --elastic: once), so that it joins the running job; implies --keep-going");
   // PROG ARGS: everything from the first word that is not one of run's options (or its value), or
   // everything after a "--" that comes before PROG. positionals_at_end: once the positional has its first
   // word, every later word is the program's, verbatim: options that look like run's own (-n, --link), a
@@ -39,9 +44,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                                        "passed to it unchanged)");
   cmd->positionals_at_end();
   cmd->footer("Example: gradwire run -n 4 -- ./train --epochs 3");
-  cmd->callback([&exit_code, ranks, grace, keep_going, link, per_node, command] {
+  cmd->callback([&exit_code, ranks, grace, keep_going, link, per_node, restarts, command] {
     // The "--" that ended run's options is not in `command` (CLI11 reports it in remaining()).
-    exit_code = run_ranks(*ranks, *command, *grace, *keep_going, *link, *per_node);
+    exit_code = run_ranks(*ranks, *command, *grace, *keep_going, *link, *per_node, *restarts);
   });
 }
 

@@ -169,6 +169,11 @@ class Communicator {
 }  // namespace gw::comm
 
 // The C ABI's handle (runtime/capi/comm.cpp); the synchronizer reaches the communicator through it.
+namespace gw::comm {
+struct Membership;
+}
 struct gw_comm {
   std::unique_ptr<gw::comm::Communicator> impl;
+  // Elastic mode ([elastic] enabled): the membership listener and epoch (comm/elastic.hpp); null otherwise.
+  std::shared_ptr<gw::comm::Membership> elastic;
 };

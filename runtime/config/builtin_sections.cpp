@@ -114,6 +114,18 @@ Schema Schema::builtin() {
             {"auto", "gather", "scatter"}},
        },
        false},
+      {"elastic",
+       "Elastic membership (docs/elastic.md): survivors of a failed rank continue inside gw_sync_step.",
+       {
+           {"enabled", ValueType::Bool, "false",
+            "On: a gw_sync_step that fails because ranks died returns GW_MEMBERSHIP_CHANGED on the "
+            "survivors, which continue among themselves; off: the failure ends the job as an error.", 1,
+            kUnbounded, {}},
+           {"min_ranks", ValueType::Int, "1",
+            "The fewest survivors that may continue; they must also be a strict majority of the last "
+            "membership. Fewer: every survivor returns the failure as an error.", 1, 1e6, {}},
+       },
+       false},
       {"rules",
        "Per-tensor exemptions: the first rule whose pattern and size match a tensor picks its codec.",
        {

@@ -11,6 +11,7 @@ const char* status_name(gw_status status) noexcept {
   switch (status) {
     case GW_OK: return "GW_OK";
     case GW_IN_PROGRESS: return "GW_IN_PROGRESS";
+    case GW_MEMBERSHIP_CHANGED: return "GW_MEMBERSHIP_CHANGED";
     case GW_ERR_INVALID_ARGUMENT: return "GW_ERR_INVALID_ARGUMENT";
     case GW_ERR_NO_MEMORY: return "GW_ERR_NO_MEMORY";
     case GW_ERR_NOT_FOUND: return "GW_ERR_NOT_FOUND";

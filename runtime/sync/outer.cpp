@@ -150,15 +150,15 @@ void Synchronizer::do_finish_outer(StepContext& ctx, const gw_outer_step* step) 
 // run different collectives at different steps: a hang, or a silent mix. Their states at the start are
 // the schedule's configuration and zeroed counters: every rank compares a hash of its own with rank 0's.
 void Synchronizer::check_schedules_alike() {
-  const uint32_t n = comm_.size();
+  const uint32_t n = comm_->size();
   if (n < 2) return;
   const std::vector<unsigned char> state = schedule_->save();
   std::vector<uint64_t> hashes(n);
-  hashes[comm_.rank()] = fnv1a(state.data(), state.size());
+  hashes[comm_->rank()] = fnv1a(state.data(), state.size());
   const coll::Blocks blocks = coll::blocks_of(std::vector<uint64_t>(n, 8), 1);
   void* buf = hashes.data();
   const comm::Signature s{comm::CollectiveKind::Allgather, GW_REDUCE_SUM, GW_DTYPE_U8, 8, 0, 0};
-  run_blocking(comm_, comm_.start_collective(s, [=](comm::Collective& c) { return coll::allgatherv_ring(c, buf, blocks); }),
+  run_blocking(*comm_, comm_->start_collective(s, [=](comm::Collective& c) { return coll::allgatherv_ring(c, buf, blocks); }),
                "gw_sync_finalize: comparing the ranks' schedules");
   for (uint32_t r = 1; r < n; ++r)
     if (hashes[r] != hashes[0])

@@ -64,7 +64,7 @@ std::string entry_text(const std::vector<std::string>& fields, size_t tensor) {
 
 }  // namespace
 
-Synchronizer::Synchronizer(comm::Communicator& comm, const Runtime& runtime) : comm_(comm), runtime_(runtime) {
+Synchronizer::Synchronizer(comm::Communicator& comm, const Runtime& runtime) : comm_(&comm), runtime_(runtime) {
   const config::Config& cfg = runtime.config();
   default_codec_ = cfg.get_string("codec", "name");
   seed_ = uint64_t(cfg.get_int("codec", "seed"));
@@ -91,13 +91,13 @@ Synchronizer::~Synchronizer() {
   progress_thread_.join();
   // Exchanges still in flight are collectives the other ranks take part in: finish them.
   for (auto& b : buckets_)
-    if (b.early && b.early->request) comm_.wait(b.early->request, -1.0), comm_.free(b.early->request);
+    if (b.early && b.early->request) comm_->wait(b.early->request, -1.0), comm_->free(b.early->request);
   for (auto& [slot, exchanges] : slots_)
     for (auto& e : exchanges)
-      if (e->request) comm_.wait(e->request, -1.0), comm_.free(e->request);
+      if (e->request) comm_->wait(e->request, -1.0), comm_->free(e->request);
   for (auto& [fragment, flight] : outer_)
     for (auto& e : flight.exchanges)
-      if (e->request) comm_.wait(e->request, -1.0), comm_.free(e->request);
+      if (e->request) comm_->wait(e->request, -1.0), comm_->free(e->request);
 }
 
 void Synchronizer::progress_loop() {
@@ -113,7 +113,7 @@ void Synchronizer::progress_loop() {
       continue;
     }
     try {
-      comm_.progress();
+      comm_->progress();
     } catch (const Error&) {
       // A transport failure surfaces when the exchange is waited for.
     }
@@ -189,6 +189,13 @@ void Synchronizer::register_shape(const std::string& name, const std::vector<int
 void Synchronizer::finalize() {
   if (finalized_) fail(GW_ERR_STATE, "gw_sync_finalize was already called");
   if (tensors_.empty()) fail(GW_ERR_STATE, "gw_sync_finalize: no tensor is registered; gw_sync_register them first");
+  if (elastic_)
+    for (const TensorEntry& t : tensors_)
+      if (!t.parameter)
+        fail(GW_ERR_INVALID_ARGUMENT, "gw_sync_finalize: tensor '" + t.name + "' has no parameter, but [elastic] enabled "
+                                      "needs every tensor's parameter (gw_sync_register's last argument): after a failed "
+                                      "rank the survivors put the parameters back to the last step all of them completed "
+                                      "(docs/elastic.md)");
   for (TensorEntry& t : tensors_) t.codec = codec_for(rules_, t.name, 4 * t.gradient.count, default_codec_);
   const auto lists = assign_buckets(tensors_, bucket_bytes_);
   // Buckets whose codec is "auto" get theirs from the cost model; collective, and alike on every rank.
@@ -200,7 +207,7 @@ void Synchronizer::finalize() {
       auto_counts.push_back(count);
     }
   const std::vector<AutoChoice> chosen =
-      auto_counts.empty() ? std::vector<AutoChoice>{} : choose_auto_codecs(comm_, runtime_, auto_counts, false, &auto_machine_);
+      auto_counts.empty() ? std::vector<AutoChoice>{} : choose_auto_codecs(*comm_, runtime_, auto_counts, false, &auto_machine_);
   size_t next_auto = 0;
   for (const auto& list : lists) {
     Bucket b;
@@ -224,34 +231,35 @@ void Synchronizer::finalize() {
     buckets_.push_back(std::move(b));
   }
   check_registrations();
-  check_schedules_alike();
-  seq_base_ = comm_.reserve_sequence(uint32_t(buckets_.size()));
+  if (!joined_) check_schedules_alike();  // a joiner's schedule state comes with the members' below
+  seq_base_ = comm_->reserve_sequence(uint32_t(buckets_.size()));
   finalized_ = true;
+  if (joined_) transfer_state(true);
 }
 
 // Every rank gathers every rank's registration list and compares it with rank 0's, so every rank
 // reports the same first difference.
 void Synchronizer::check_registrations() {
-  const uint32_t n = comm_.size();
+  const uint32_t n = comm_->size();
   const std::string mine = serialize(tensors_);
   std::vector<uint64_t> lengths(n);
-  lengths[comm_.rank()] = mine.size();
+  lengths[comm_->rank()] = mine.size();
   {
     const coll::Blocks blocks = coll::blocks_of(std::vector<uint64_t>(n, 8), 1);
     void* buf = lengths.data();
     const comm::Signature s{comm::CollectiveKind::Allgather, GW_REDUCE_SUM, GW_DTYPE_U8, 8, 0, 0};
-    run_blocking(comm_, comm_.start_collective(s, [=](comm::Collective& c) { return coll::allgatherv_ring(c, buf, blocks); }),
+    run_blocking(*comm_, comm_->start_collective(s, [=](comm::Collective& c) { return coll::allgatherv_ring(c, buf, blocks); }),
                  "gw_sync_finalize: gathering the registrations");
   }
   uint64_t total = 0;
   for (uint64_t l : lengths) total += l;
   std::string all(total, '\0');
   const coll::Blocks blocks = coll::blocks_of(lengths, 1);
-  if (!mine.empty()) std::memcpy(blocks.at(all.data(), comm_.rank()), mine.data(), mine.size());
+  if (!mine.empty()) std::memcpy(blocks.at(all.data(), comm_->rank()), mine.data(), mine.size());
   {
     void* buf = all.data();
     const comm::Signature s{comm::CollectiveKind::Allgatherv, GW_REDUCE_SUM, GW_DTYPE_U8, total, 0, 0};
-    run_blocking(comm_, comm_.start_collective(s, [=](comm::Collective& c) { return coll::allgatherv_ring(c, buf, blocks); }),
+    run_blocking(*comm_, comm_->start_collective(s, [=](comm::Collective& c) { return coll::allgatherv_ring(c, buf, blocks); }),
                  "gw_sync_finalize: gathering the registrations");
   }
   const auto reference = split_nul(all.substr(0, lengths[0]));
@@ -310,7 +318,7 @@ Synchronizer::Plan Synchronizer::dry_run() {
   rt.struct_size = sizeof rt;
   rt.ctx = &plan;
   rt.step = steps_;
-  rt.world_size = comm_.size();
+  rt.world_size = comm_->size();
   rt.sync_gradients = [](void* p) { static_cast<Plan*>(p)->sync_gradients = true; return GW_OK; };
   rt.accumulate_gradients = [](void* p) { static_cast<Plan*>(p)->accumulate = true; return GW_OK; };
   rt.sync_accumulated = [](void* p) { static_cast<Plan*>(p)->sync_accumulated = true; return GW_OK; };
@@ -366,7 +374,7 @@ void Synchronizer::place(Bucket& b) {
   b.device.reset();
   b.device_spare.clear();
   if (b.tensors.empty() || momentum_ > 0 || !b.codec || !(b.codec->properties().flags & GW_CODEC_CUDA) ||
-      coll::use_two_level(comm_.topology(), comm_.settings().two_level))
+      coll::use_two_level(comm_->topology(), comm_->settings().two_level))
     return;
   const gw_tensor& first = tensors_[b.tensors.front()].gradient;
   for (uint32_t i : b.tensors) {
@@ -434,7 +442,7 @@ void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback
                                  uint64_t buffer_tag) {
   const Bucket& b = buckets_[bucket];
   if (!compressed) {
-    e.request = comm::start_allreduce_dense(comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, seq, &e.stats);
+    e.request = comm::start_allreduce_dense(*comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, seq, &e.stats);
     return;
   }
   coll::CompressedArgs a;
@@ -449,7 +457,7 @@ void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback
   a.op = GW_REDUCE_AVG;
   a.stats = &e.stats;
   a.memory = std::move(memory);
-  e.request = comm::start_allreduce_compressed(comm_, a, seq);
+  e.request = comm::start_allreduce_compressed(*comm_, a, seq);
 }
 
 std::unique_ptr<Exchange> Synchronizer::early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate) {
@@ -510,7 +518,7 @@ void Synchronizer::recheck_auto() {
     ratios.push_back(ratio);
     r.clear();
   }
-  const std::vector<double> shared = auto_drift(comm_, ratios);  // alike on every rank
+  const std::vector<double> shared = auto_drift(*comm_, ratios);  // alike on every rank
   double drift = 1.0, worst = 1.0;
   for (double r : shared)
     if (std::max(r, 1.0 / r) > drift) drift = std::max(r, 1.0 / r), worst = r;
@@ -546,7 +554,7 @@ void Synchronizer::recheck_auto() {
   std::vector<uint64_t> counts;
   for (uint32_t i : autos) counts.push_back(buckets_[i].count);
   const auto t0 = Clock::now();
-  const std::vector<AutoChoice> chosen = choose_auto_codecs(comm_, runtime_, counts, true, &auto_machine_);
+  const std::vector<AutoChoice> chosen = choose_auto_codecs(*comm_, runtime_, counts, true, &auto_machine_);
   std::ostringstream why;
   why.precision(3);
   why << "chosen again at step " << steps_ << " (measuring took "
@@ -584,9 +592,9 @@ void Synchronizer::recheck_auto() {
 void Synchronizer::finish(uint32_t bucket, Exchange& e, bool book) {
   Bucket& b = buckets_[bucket];
   if (e.request == nullptr) return;  // finished before (a restored checkpoint, or save_state)
-  const gw_status st = comm_.wait(e.request, -1.0);
+  const gw_status st = comm_->wait(e.request, -1.0);
   const std::string error = e.request->error;
-  comm_.free(e.request);
+  comm_->free(e.request);
   e.request = nullptr;
   if (st != GW_OK)
     fail(st, "bucket " + std::to_string(bucket) + " (" + b.codec_name + ", " + std::to_string(b.count) +
@@ -695,7 +703,7 @@ gw_schedule_runtime Synchronizer::runtime_for(StepContext& ctx) {
   rt.struct_size = sizeof rt;
   rt.ctx = &ctx;
   rt.step = steps_;
-  rt.world_size = comm_.size();
+  rt.world_size = comm_->size();
   rt.sync_gradients = [](void* p) { return call(p, &Synchronizer::do_sync_gradients); };
   rt.accumulate_gradients = [](void* p) { return call(p, &Synchronizer::do_accumulate); };
   rt.sync_accumulated = [](void* p) { return call(p, &Synchronizer::do_sync_accumulated); };
@@ -733,7 +741,7 @@ void Synchronizer::bucket_ready(uint32_t bucket) {
 
 void Synchronizer::end_step() {
   plan_.reset();
-  seq_base_ = comm_.reserve_sequence(uint32_t(buckets_.size()));
+  seq_base_ = comm_->reserve_sequence(uint32_t(buckets_.size()));
 }
 
 uint32_t Synchronizer::step() {
@@ -759,7 +767,7 @@ uint32_t Synchronizer::step() {
   // Only between exchanges: one in flight holds its bucket's codec and error feedback. Whether one is
   // depends on the schedule and the step count alone, so every rank takes the same branch.
   if (auto_recheck_steps_ > 0 && steps_ % auto_recheck_steps_ == 0 && slots_.empty() && outer_.empty() &&
-      comm_.size() > 1)
+      comm_->size() > 1)
     recheck_auto();
   return ctx.flags;
 }
@@ -810,7 +818,7 @@ gw_sync_stats Synchronizer::stats(uint32_t bucket) const {
   gw_sync_stats s = GW_SYNC_STATS_INIT;
   s.raw_bytes = total.raw_bytes;
   s.wire_bytes = total.wire_bytes;
-  const uint32_t n = comm_.size();
+  const uint32_t n = comm_->size();
   const double dense = n > 1 ? 2.0 * double(n - 1) / double(n) * double(total.raw_bytes) : 0.0;
   s.compression_ratio = total.wire_bytes > 0 ? dense / double(total.wire_bytes) : 1.0;
   s.encode_seconds = total.encode_seconds;

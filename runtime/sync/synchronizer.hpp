@@ -20,6 +20,7 @@
 #include "codec/device.hpp"
 #include "collectives/compressed.hpp"
 #include "comm/communicator.hpp"
+#include "comm/elastic.hpp"
 #include "core/error.hpp"
 #include "ef/error_feedback.hpp"
 #include "instance/runtime.hpp"
@@ -99,7 +100,37 @@ class Synchronizer {
 
   gw_sync_stats stats(uint32_t bucket) const;
 
+  // Elastic mode (docs/elastic.md, sync/elastic.cpp). Set before finalize by gw_sync_create when the
+  // communicator is elastic: finalize then requires every tensor's parameter.
+  void set_elastic(bool on) { elastic_ = on; }
+  bool elastic() const { return elastic_; }
+  // At the start of each gw_sync_step: the parameters and the state, kept for this step and the last.
+  void snapshot();
+  // After a step failed with (status, message): agrees on the new membership over `handle`, moves to its
+  // new communicator and puts back the snapshot of the agreed step. Throws the failure when the quorum
+  // is lost.
+  void recover(gw_comm& handle, gw_status status, const std::string& message);
+  // At a step boundary: admits the processes waiting to join (comm/elastic.hpp) and sends them the
+  // parameters and the state. True when the membership changed.
+  bool admit(gw_comm& handle);
+  // Set by gw_sync_create over a communicator this process joined with: finalize receives the state.
+  void set_joined() { joined_ = true; }
+
  private:
+  struct Snapshot {
+    uint64_t steps = 0;
+    std::vector<unsigned char> state;
+    std::vector<std::vector<float>> parameters;  // by tensor
+  };
+  bool elastic_ = false;
+  bool joined_ = false;
+  // Rank 0 sends, every other rank receives: the state blob and the parameters; `receiving` ranks
+  // (the joiners) take them, their own error-feedback residuals reset.
+  void transfer_state(bool receiving);
+  void reset_residuals();
+  void after_agreement(gw_comm& handle, const comm::Agreed& agreed);
+  std::vector<Snapshot> snapshots_;  // [0]: this step's start, [1]: the last step's
+
   // What a discarded early exchange changed, to undo it (gw_sync_skip_step).
   struct Rollback {
     std::optional<ErrorFeedback::Residuals> residuals;
@@ -230,7 +261,7 @@ class Synchronizer {
   void progress_loop();
   void check_registrations();
 
-  comm::Communicator& comm_;
+  comm::Communicator* comm_;  // elastic mode moves it to the survivors' communicator
   const Runtime& runtime_;
   std::map<std::string, std::unique_ptr<Codec>> codecs_;
   std::unique_ptr<Schedule> schedule_;
@@ -271,4 +302,5 @@ class Synchronizer {
 
 struct gw_sync {
   std::unique_ptr<gw::sync::Synchronizer> impl;
+  gw_comm* comm = nullptr;  // the handle it was created over (elastic mode replaces what it holds)
 };

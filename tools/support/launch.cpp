@@ -7,7 +7,9 @@
 // root at rank 0's address; the namespaces are removed when the ranks are done, also after failures.
 // --ranks-per-node K groups ranks r with the same r / K into one node: GW_NODE_ID, GW_LOCAL_RANK and
 // GW_LOCAL_SIZE say so (the two-level collectives read them), and with --link they share one namespace
-// and its link.
+// and its link. --elastic[=N] (elastic mode, docs/elastic.md): a rank that fails is started again, at most
+// N times in all, with GW_ELASTIC_JOIN=1, so that it joins the running job; GW_ELASTIC_PORT names the join
+// contact for every rank. The others run on as with --keep-going.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -81,7 +83,7 @@ std::string describe(int status) {
 }
 
 pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& command, int out_fd, int err_fd,
-                 const Cluster* cluster, int per_node) {
+                 const Cluster* cluster, int per_node, const Env& extra) {
   SpawnOptions options;
   options.stdout_fd = out_fd;
   options.stderr_fd = err_fd;
@@ -90,6 +92,7 @@ pid_t start_rank(int rank, int n, int port, const std::vector<std::string>& comm
                  {"GW_WORLD_SIZE", std::to_string(n)},
                  {"GW_ROOT_ADDR", "127.0.0.1"},
                  {"GW_ROOT_PORT", std::to_string(port)}};
+  for (const auto& kv : extra) options.env.push_back(kv);
   if (per_node > 0) {  // emulated nodes: the last one may hold fewer ranks
     options.env.push_back({"GW_NODE_ID", std::to_string(rank / per_node)});
     options.env.push_back({"GW_LOCAL_RANK", std::to_string(rank % per_node)});
@@ -112,8 +115,25 @@ void signal_all(std::vector<Rank>& ranks, int sig) {
 
 }  // namespace
 
+// A port above `after` nobody listens on now (the join contact of --elastic).
+int free_port_above(int after) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  for (int port = after + 1; fd >= 0 && port < 65000; ++port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(uint16_t(port));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+      close(fd);
+      return port;
+    }
+  }
+  if (fd >= 0) close(fd);
+  throw Failure(GW_ERR_INTERNAL, "run: no free port for the elastic join contact");
+}
+
 int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bool keep_going, const std::string& link,
-              int per_node) {
+              int per_node, int restarts) {
   if (command.empty()) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: give the program to start: gradwire run -n N -- PROG ARGS");
   if (n < 1) throw Failure(GW_ERR_INVALID_ARGUMENT, "run: -n must be at least 1");
   const int port = free_port("run");
@@ -127,19 +147,25 @@ int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bo
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(sig, &sa, nullptr);
 
+  Env extra;
+  if (restarts > 0) {
+    keep_going = true;
+    extra.push_back({"GW_ELASTIC_PORT", std::to_string(free_port_above(port))});
+  }
   std::vector<Rank> ranks(n);
-  for (int r = 0; r < n; ++r) {
+  auto launch = [&](int r, const Env& env) {
     int pipes[2][2];
     if (pipe2(pipes[0], O_CLOEXEC) != 0 || pipe2(pipes[1], O_CLOEXEC) != 0)
       throw Failure(GW_ERR_INTERNAL, std::string("run: pipe: ") + std::strerror(errno));
-    ranks[r].pid = start_rank(r, n, port, command, pipes[0][1], pipes[1][1], cluster ? &*cluster : nullptr, per_node);
+    ranks[r].pid = start_rank(r, n, port, command, pipes[0][1], pipes[1][1], cluster ? &*cluster : nullptr, per_node, env);
     ranks[r].running = true;
     for (int s = 0; s < 2; ++s) {
       close(pipes[s][1]);
       ranks[r].streams[s].fd = pipes[s][0];
       ranks[r].streams[s].out = s == 0 ? stdout : stderr;
     }
-  }
+  };
+  for (int r = 0; r < n; ++r) launch(r, extra);
 
   int running = n, first_failure = -1, interrupted = 0;
   Clock::time_point stop_sent{};
@@ -187,6 +213,22 @@ int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bo
       ranks[r].status = status;
       --running;
       const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (failed && restarts > 0 && !interrupted) {
+        --restarts;
+        std::fprintf(stderr, "gradwire run: rank %d %s; starting it again to join the job (--elastic, %d restart%s left)\n",
+                     r, describe(status).c_str(), restarts, restarts == 1 ? "" : "s");
+        for (int s = 0; s < 2; ++s)
+          if (ranks[r].streams[s].fd >= 0) {
+            flush_partial(r, ranks[r].streams[s]);
+            close(ranks[r].streams[s].fd);
+            ranks[r].streams[s].fd = -1;
+          }
+        Env join = extra;
+        join.push_back({"GW_ELASTIC_JOIN", "1"});
+        launch(r, join);
+        ++running;
+        continue;
+      }
       if (failed && first_failure < 0 && !interrupted) {
         first_failure = r;
         if (running > 0 && !keep_going) {

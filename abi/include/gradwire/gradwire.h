@@ -266,6 +266,10 @@ GW_API uint32_t gw_comm_size(const gw_comm* comm);
 /* Makes every pending and future operation of this communicator fail with GW_ERR_ABORTED.
  * thread: any, also while another thread waits on the communicator. */
 GW_API gw_status gw_comm_abort(gw_comm* comm);
+/* How many times the membership changed since creation: 0 without elastic mode, and until the first
+ * change; after a gw_sync_step that returned GW_MEMBERSHIP_CHANGED, one more on every member.
+ * 0 for a NULL communicator. Since 1.5. thread: any. */
+GW_API uint64_t gw_comm_membership_epoch(const gw_comm* comm);
 
 /* GW_OK when the request completed, GW_IN_PROGRESS while it runs, or its error (gw_last_error says
  * what happened). Drives the communicator's progress. thread: comm. */
@@ -481,6 +485,11 @@ GW_API gw_status gw_sync_bucket_ready(gw_sync* sync, uint32_t bucket);
 /* Ends a step: runs the schedule (starting every exchange not started yet) and returns once the
  * gradients (and parameters) are final. *flags (may be NULL) holds GW_SYNC_* bits: apply the optimizer
  * only with GW_SYNC_APPLY (not on a micro-step that only accumulated). Collective.
+ * In elastic mode ([elastic] enabled, docs/elastic.md; ABI minor 5 on): GW_MEMBERSHIP_CHANGED when ranks
+ * failed and the survivors (a quorum) continue without them, or when processes joined at this step
+ * boundary; *flags is then 0, the step was discarded, the registered parameters and the synchronizer's
+ * state are those at the start of the last step every member completed. When the quorum is lost, the
+ * error as without elastic mode.
  * thread: comm. */
 GW_API gw_status gw_sync_step(gw_sync* sync, uint32_t* flags);
 /* Instead of gw_sync_step: this step is skipped (e.g. an fp16 loss-scale overflow) and nothing counts

@@ -17,7 +17,7 @@
 
 /* ABI version of these headers. A plugin built against major M loads only into a host of major M. */
 #define GW_ABI_VERSION_MAJOR 1
-#define GW_ABI_VERSION_MINOR 4
+#define GW_ABI_VERSION_MINOR 5
 
 #if defined(_WIN32)
 #define GW_EXPORT __declspec(dllexport)
@@ -50,11 +50,17 @@
 
 GW_EXTERN_C_BEGIN
 
-/* The one status type. 0 is success, 1 "not finished yet", negative values are errors. After an
- * error, gw_last_error() on the same thread says what was wrong and what to do. */
+/* The one status type. 0 is success, 1 "not finished yet", 2 "done, but the membership changed" (elastic
+ * mode only), negative values are errors. After an error, gw_last_error() on the same thread says what
+ * was wrong and what to do. */
 typedef enum gw_status {
   GW_OK = 0,
   GW_IN_PROGRESS = 1,
+  /* Since 1.5. Elastic mode only ([elastic] enabled): a rank failed, the survivors agreed on a new
+   * membership and rebuilt the communicator; the step was discarded and the state put back to the last
+   * step every member completed. Re-read gw_comm_rank and gw_comm_size, then redo the step. Not an
+   * error; never returned to an application that did not opt in (docs/elastic.md). */
+  GW_MEMBERSHIP_CHANGED = 2,
   GW_ERR_INVALID_ARGUMENT = -1,  /* NULL handle, struct_size 0, value out of range */
   GW_ERR_NO_MEMORY = -2,
   GW_ERR_NOT_FOUND = -3,         /* no such plugin, component, key, extension */

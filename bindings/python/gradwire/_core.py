@@ -715,6 +715,11 @@ class Comm(_Handle):
 
     world_size = size
 
+    @property
+    def membership_epoch(self):
+        """How many times the membership changed (elastic mode, docs/elastic.md); 0 without it."""
+        return lib().gw_comm_membership_epoch(self.handle)
+
     def abort(self):
         """Makes every pending and future operation fail with AbortedError; callable from any thread."""
         _check(lib().gw_comm_abort(self.handle))
@@ -907,10 +912,15 @@ class Sync(_Handle):
         _check(lib().gw_sync_bucket_ready(self.handle, bucket))
 
     def step(self):
-        """Ends a step; returns a dict of flags: apply, gradients_averaged, parameters_averaged, outer_step."""
+        """Ends a step; returns a dict of flags: apply, gradients_averaged, parameters_averaged, outer_step,
+        membership_changed (elastic mode, docs/elastic.md: the step was discarded and the parameters put
+        back; re-read the communicator's rank and size and redo the step)."""
         f = ctypes.c_uint32()
-        _check(lib().gw_sync_step(self.handle, ctypes.byref(f)))
-        return {"apply": bool(f.value & _lib.GW_SYNC_APPLY),
+        st = lib().gw_sync_step(self.handle, ctypes.byref(f))
+        if st != _lib.GW_MEMBERSHIP_CHANGED:
+            _check(st)
+        return {"membership_changed": st == _lib.GW_MEMBERSHIP_CHANGED,
+                "apply": bool(f.value & _lib.GW_SYNC_APPLY),
                 "gradients_averaged": bool(f.value & _lib.GW_SYNC_GRADIENTS_AVERAGED),
                 "parameters_averaged": bool(f.value & _lib.GW_SYNC_PARAMETERS_AVERAGED),
                 "outer_step": bool(f.value & _lib.GW_SYNC_OUTER_STEP)}

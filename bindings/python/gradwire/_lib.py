@@ -16,6 +16,7 @@ SONAME = "libgradwire.so.0"
 # ---- enums (32-bit in the ABI) ----------------------------------------------------------------------
 GW_OK = 0
 GW_IN_PROGRESS = 1
+GW_MEMBERSHIP_CHANGED = 2  # since 1.5, elastic mode only
 GW_ERR_INVALID_ARGUMENT = -1
 GW_ERR_NO_MEMORY = -2
 GW_ERR_NOT_FOUND = -3
@@ -229,6 +230,7 @@ FUNCTIONS = {
     "gw_comm_rank": (c_u32, [H]),
     "gw_comm_size": (c_u32, [H]),
     "gw_comm_abort": (c_status, [H]),
+    "gw_comm_membership_epoch": (c_u64, [H]),  # since 1.5
     "gw_request_test": (c_status, [H]),
     "gw_request_wait": (c_status, [H, ctypes.c_double]),
     "gw_request_free": (c_status, [H]),

@@ -9,12 +9,14 @@
 use std::os::raw::{c_char, c_void};
 
 pub const GW_ABI_VERSION_MAJOR: u32 = 1;
-pub const GW_ABI_VERSION_MINOR: u32 = 4;
+pub const GW_ABI_VERSION_MINOR: u32 = 5;
 
 // ---- gw_status ---------------------------------------------------------------------------------
 pub type gw_status = i32;
 pub const GW_OK: gw_status = 0;
 pub const GW_IN_PROGRESS: gw_status = 1;
+/// Since 1.5: elastic mode only (docs/elastic.md).
+pub const GW_MEMBERSHIP_CHANGED: gw_status = 2;
 pub const GW_ERR_INVALID_ARGUMENT: gw_status = -1;
 pub const GW_ERR_NO_MEMORY: gw_status = -2;
 pub const GW_ERR_NOT_FOUND: gw_status = -3;
@@ -491,6 +493,8 @@ extern "C" {
     pub fn gw_comm_rank(comm: *const gw_comm) -> u32;
     pub fn gw_comm_size(comm: *const gw_comm) -> u32;
     pub fn gw_comm_abort(comm: *mut gw_comm) -> gw_status;
+    /// Since 1.5.
+    pub fn gw_comm_membership_epoch(comm: *const gw_comm) -> u64;
 
     pub fn gw_request_test(request: *mut gw_request) -> gw_status;
     pub fn gw_request_wait(request: *mut gw_request, timeout_s: f64) -> gw_status;

@@ -1,0 +1,29 @@
+r"""Benchmark F1 (docs/elastic.md): elastic membership under faults, every scenario repeated and every
+outcome reported (f1_scenarios.py runs the ranks and prints the table; this harness saves it as
+bench/results/F1.json).
+
+    bench/run.py F1 [--repeat 10] [--tls tcp] [--link 1gbit] [--scenarios kill,root,two,stop,churn]
+
+Environment: OUT (f1-out), SAVE_RESULT (1).
+"""
+import os
+import subprocess
+import sys
+
+from . import harness
+
+PROG = "bench F1"
+
+
+def summarize(out):
+    return open(os.path.join(out, "summary.txt")).read()
+
+
+def main(args):
+    out = harness.env("OUT", "f1-out")
+    os.makedirs(out, exist_ok=True)
+    harness.load(PROG, "before")
+    run = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "f1_scenarios.py"),
+                          *args], stdout=subprocess.PIPE, text=True, check=True)
+    harness.load(PROG, "after")
+    harness.finish("F1", out, run.stdout, f"bench/run.py F1 {harness.shown(args)}".rstrip())

@@ -1,0 +1,170 @@
+// One rank of the elastic-membership tests (docs/elastic.md), started by `gradwire run -n N --keep-going
+// -- elastic_rank STEPS FAULT VICTIMS TAG`: every rank runs STEPS steps of a gw_sync_step loop (int8 with
+// error feedback, the every_step schedule, [elastic] enabled, min_ranks ELASTIC_MIN_RANKS, default 1) and
+// applies plain SGD to its parameters. Gradients depend on the parameters, the rank, the size and the
+// step, so a member whose state differs from the others' shows in the final hash. On each rank named in
+// VICTIMS (comma-separated) a second thread injects FAULT (kill: SIGKILL, stop: SIGSTOP; none) FAULT_DELAY_MS
+// (default 20) after the main thread entered step FAULT_AT (default 3). ELASTIC_STEP_SLEEP_MS (default 0)
+// before every step (before the fault's delay starts) keeps the loop running longer. TAG only marks the processes.
+//
+// What it prints (elastic_test.cpp parses it):
+//   "FAULT <fault> pid <pid> at <wall seconds>"                      a victim, just before the fault
+//   "START pid <pid> at <wall seconds>"                              the loop begins
+//   "CHANGED epoch <e> rank <r> size <n> steps <s> at <wall seconds> lost <l>"
+//                                        gw_sync_step said GW_MEMBERSHIP_CHANGED: continue from step s, l
+//                                        steps this rank had completed were undone
+//   "RESUMED at <wall seconds> steps <s>"                            the first step completed after a change
+//   "EXPECTED-ERROR <status> at <wall seconds> step <s>: <message>"   a step that failed: the loop ends
+//   "JOINED epoch <e> rank <r> size <n> steps <s> at <wall seconds>"  a restarted process was admitted
+//   "DONE steps <s> rank <r> size <n> epoch <e> hash <hex>"           after STEPS completed steps
+//   "DESTROYED <status>"                                              after gw_sync/gw_comm/gw_runtime destroy
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "../faults/common.hpp"
+
+using namespace faults;
+
+namespace {
+
+uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+std::set<int> parse_list(const std::string& s) {
+  std::set<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.insert(std::atoi(item.c_str()));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5) die("usage: elastic_rank STEPS FAULT VICTIMS TAG");
+  init_rank_from_env();
+  const uint64_t steps = std::strtoull(argv[1], nullptr, 10);
+  const std::string fault = argv[2];
+  const std::set<int> victims = parse_list(argv[3]);
+  const int fault_at = std::atoi(env_or("FAULT_AT", "3").c_str());
+  const int delay_ms = std::atoi(env_or("FAULT_DELAY_MS", "20").c_str());
+  const int step_sleep_ms = std::atoi(env_or("ELASTIC_STEP_SLEEP_MS", "0").c_str());
+  const bool victim = fault != "none" && victims.count(g_rank) > 0;
+
+  gw_runtime* rt = make_runtime("[codec]\nname = \"int8\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n"
+                                "[elastic]\nenabled = true\nmin_ranks = " + env_or("ELASTIC_MIN_RANKS", "1") + "\n");
+  // A process `gradwire run --elastic` started again joins the running job: its rank is what the
+  // members give it, not GW_RANK.
+  const bool joiner = env_or("GW_ELASTIC_JOIN", "") == "1";
+  gw_comm* comm = nullptr;
+  if (joiner) {
+    gw_comm_options co = GW_COMM_OPTIONS_INIT;
+    check(gw_comm_create(rt, &co, &comm), "gw_comm_create (joining)");
+  } else {
+    comm = make_comm(rt);
+  }
+  gw_sync_options so = GW_SYNC_OPTIONS_INIT;
+  so.runtime = rt;
+  gw_sync* sync = nullptr;
+  check(gw_sync_create(comm, &so, &sync), "gw_sync_create");
+  const size_t counts[2] = {size_t(1) << 18, 1000};
+  std::vector<float> params[2], grads[2];
+  gw_tensor gt[2], pt[2];
+  for (int t = 0; t < 2; ++t) {
+    params[t].resize(counts[t]);
+    grads[t].resize(counts[t]);
+    for (size_t i = 0; i < counts[t]; ++i) params[t][i] = 0.1f * std::sin(float(i) * 0.37f + float(t));
+    gt[t] = tensor(GW_DTYPE_F32, grads[t].data(), counts[t]);
+    pt[t] = tensor(GW_DTYPE_F32, params[t].data(), counts[t]);
+    check(gw_sync_register(sync, t == 0 ? "w1" : "w2", &gt[t], &pt[t]), "gw_sync_register");
+  }
+  check(gw_sync_finalize(sync), "gw_sync_finalize");
+  uint64_t done = 0;  // completed steps, as the synchronizer counts them
+  if (joiner) {
+    gw_sync_stats stats = {};
+    stats.struct_size = sizeof stats;
+    check(gw_sync_get_stats(sync, GW_SYNC_ALL_BUCKETS, &stats), "gw_sync_get_stats");
+    done = stats.steps;
+    char line[256];
+    std::snprintf(line, sizeof line, "JOINED epoch %llu rank %u size %u steps %llu at %.6f",
+                  (unsigned long long)gw_comm_membership_epoch(comm), gw_comm_rank(comm), gw_comm_size(comm),
+                  (unsigned long long)done, wall_seconds());
+    say(line);
+  }
+
+  std::thread injector;
+  say("START pid " + std::to_string(getpid()) + " at " + std::to_string(wall_seconds()));
+  bool resumed = true;  // false from a membership change to the next completed step
+  std::atomic<bool> fault_armed{joiner};  // a restarted victim does not fault again
+  while (done < steps) {
+    const uint32_t rank = gw_comm_rank(comm), size = gw_comm_size(comm);
+    for (int t = 0; t < 2; ++t)
+      for (size_t i = 0; i < counts[t]; ++i)
+        grads[t][i] = 0.05f * params[t][i] + float(int((i * 7 + rank * 13 + done * 5) % 17) - 8) * 0.01f / float(size);
+    if (step_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_sleep_ms));
+    if (victim && int(done) == fault_at && !fault_armed.exchange(true)) {
+      injector = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        say("FAULT " + fault + " pid " + std::to_string(getpid()) + " at " + std::to_string(wall_seconds()));
+        raise(fault == "kill" ? SIGKILL : SIGSTOP);
+      });
+    }
+    uint32_t flags = 0;
+    const gw_status st = gw_sync_step(sync, &flags);
+    if (st == GW_MEMBERSHIP_CHANGED) {
+      gw_sync_stats stats = {};
+      stats.struct_size = sizeof stats;
+      check(gw_sync_get_stats(sync, GW_SYNC_ALL_BUCKETS, &stats), "gw_sync_get_stats");
+      const uint64_t before = done;
+      done = stats.steps;
+      char line[256];
+      std::snprintf(line, sizeof line, "CHANGED epoch %llu rank %u size %u steps %llu at %.6f lost %llu",
+                    (unsigned long long)gw_comm_membership_epoch(comm), gw_comm_rank(comm), gw_comm_size(comm),
+                    (unsigned long long)done, wall_seconds(), (unsigned long long)(before - done));
+      say(line);
+      resumed = false;
+      continue;
+    }
+    if (st != GW_OK) {
+      say(std::string("EXPECTED-ERROR ") + gw_status_string(st) + " at " + std::to_string(wall_seconds()) + " step " +
+          std::to_string(done) + ": " + gw_last_error());
+      break;
+    }
+    if (!(flags & GW_SYNC_GRADIENTS_AVERAGED)) die("a step without averaged gradients");
+    for (int t = 0; t < 2; ++t)
+      for (size_t i = 0; i < counts[t]; ++i) params[t][i] -= 0.5f * grads[t][i];
+    ++done;
+    if (!resumed) {
+      resumed = true;
+      say("RESUMED at " + std::to_string(wall_seconds()) + " steps " + std::to_string(done));
+    }
+  }
+  if (done >= steps) {
+    uint64_t h = fnv1a(params[0].data(), params[0].size() * 4);
+    h = fnv1a(params[1].data(), params[1].size() * 4, h);
+    char line[256];
+    std::snprintf(line, sizeof line, "DONE steps %llu rank %u size %u epoch %llu hash %016llx", (unsigned long long)done,
+                  gw_comm_rank(comm), gw_comm_size(comm), (unsigned long long)gw_comm_membership_epoch(comm),
+                  (unsigned long long)h);
+    say(line);
+  }
+  if (injector.joinable()) injector.join();
+  const gw_status a = gw_sync_destroy(sync);
+  const gw_status b = gw_comm_destroy(comm);
+  const gw_status c = gw_runtime_destroy(rt);
+  say(std::string("DESTROYED ") + gw_status_string(a != GW_OK ? a : b != GW_OK ? b : c));
+  return 0;
+}

@@ -1,0 +1,139 @@
+// The membership agreement of elastic mode (runtime/bootstrap/membership.hpp) in one process: a leader and
+// its followers on threads, over localhost listeners. The quorum rule (min_ranks and a strict majority of
+// the last membership), new ranks in the old order, the least completed step, ranks whose listener is
+// closed counted as gone, a proposal of an older epoch refused, and joiners placed after the members.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/membership.hpp"
+#include "core/error.hpp"
+
+namespace {
+
+using gw::bootstrap::MembershipListener;
+using gw::bootstrap::MembershipSession;
+using gw::bootstrap::Proposal;
+using gw::bootstrap::Verdict;
+
+Proposal proposal(uint32_t rank, uint64_t steps, uint64_t epoch = 0) {
+  Proposal p;
+  p.epoch = epoch;
+  p.old_rank = rank;
+  p.completed_steps = steps;
+  return p;
+}
+
+struct Group {
+  std::vector<std::unique_ptr<MembershipListener>> listeners;
+  std::vector<std::string> addresses;
+  explicit Group(int n) {
+    for (int i = 0; i < n; ++i) {
+      listeners.push_back(std::make_unique<MembershipListener>("127.0.0.1", 9));
+      addresses.push_back(listeners.back()->address());
+    }
+  }
+};
+
+// The leader (rank `leader`) and the followers `followers` agree; returns each one's verdict by old rank.
+std::map<uint32_t, Verdict> agree(Group& g, uint32_t leader, const std::vector<uint32_t>& followers,
+                                  const std::vector<uint64_t>& steps, uint32_t min_ranks) {
+  const uint32_t n = uint32_t(g.addresses.size());
+  auto lead = std::async(std::launch::async, [&] {
+    return MembershipSession::lead(*g.listeners[leader], n, proposal(leader, steps[leader]), min_ranks, 5.0,
+                                   g.addresses)->verdict();
+  });
+  std::vector<std::future<Verdict>> follow;
+  for (uint32_t r : followers)
+    follow.push_back(std::async(std::launch::async, [&, r] {
+      return MembershipSession::follow(g.addresses[leader], proposal(r, steps[r]), 10.0)->verdict();
+    }));
+  std::map<uint32_t, Verdict> out;
+  out[leader] = lead.get();
+  for (size_t i = 0; i < followers.size(); ++i) out[followers[i]] = follow[i].get();
+  return out;
+}
+
+TEST(Membership, SurvivorsOfAClosedListenerContinueInOrderFromTheLeastStep) {
+  Group g(4);
+  g.listeners[2].reset();  // rank 2's process is gone: its port refuses
+  const auto v = agree(g, 0, {1, 3}, {5, 4, 0, 5}, 1);
+  for (uint32_t r : {0u, 1u, 3u}) {
+    EXPECT_EQ(v.at(r).status, 0) << v.at(r).message;
+    EXPECT_EQ(v.at(r).members, (std::vector<uint32_t>{0, 1, 3}));
+    EXPECT_EQ(v.at(r).steps, 4u);
+    EXPECT_EQ(v.at(r).epoch, 1u);
+  }
+  EXPECT_EQ(v.at(0).your_rank, 0u);
+  EXPECT_EQ(v.at(1).your_rank, 1u);
+  EXPECT_EQ(v.at(3).your_rank, 2u);
+}
+
+TEST(Membership, HalfOfTheMembershipIsNoQuorum) {
+  Group g(4);
+  g.listeners[1].reset();
+  g.listeners[2].reset();
+  const auto v = agree(g, 0, {3}, {3, 0, 0, 3}, 1);
+  for (uint32_t r : {0u, 3u}) {
+    EXPECT_NE(v.at(r).status, 0);
+    EXPECT_NE(v.at(r).message.find("quorum is lost"), std::string::npos) << v.at(r).message;
+    EXPECT_NE(v.at(r).message.find("gone: 1, 2"), std::string::npos) << v.at(r).message;
+  }
+}
+
+TEST(Membership, MinRanksAboveTheSurvivorsIsNoQuorum) {
+  Group g(5);
+  g.listeners[4].reset();
+  const auto v = agree(g, 0, {1, 2, 3}, {1, 1, 1, 1, 1}, 5);
+  EXPECT_NE(v.at(0).status, 0);
+  EXPECT_NE(v.at(0).message.find("min_ranks = 5"), std::string::npos) << v.at(0).message;
+}
+
+TEST(Membership, AProposalOfAnEarlierEpochIsRefused) {
+  Group g(3);
+  auto stale = std::async(std::launch::async, [&] {
+    return MembershipSession::follow(g.addresses[0], proposal(2, 7, 0), 10.0)->verdict();
+  });
+  // The members are at epoch 1: between agreements they refuse what waits on their listener.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  g.listeners[0]->refuse_waiting(1);
+  const Verdict v = stale.get();
+  EXPECT_EQ(v.status, GW_ERR_STATE);
+  EXPECT_NE(v.message.find("declared dead"), std::string::npos) << v.message;
+}
+
+TEST(Membership, JoinersComeAfterTheMembers) {
+  Group g(2);
+  MembershipListener contact("127.0.0.1", 0, true);  // port 0: any free one, for the test
+  Proposal join;
+  join.join = true;
+  join.address = "127.0.0.1:1";
+  auto joiner = std::async(std::launch::async, [&] {
+    return MembershipSession::join(contact.address(), join, 10.0)->verdict();
+  });
+  std::vector<gw::bootstrap::Joiner> waiting;
+  for (int i = 0; i < 100 && waiting.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    waiting = gw::bootstrap::accept_joiners(contact);
+  }
+  ASSERT_EQ(waiting.size(), 1u);
+  auto lead = std::async(std::launch::async, [&] {
+    return MembershipSession::lead(*g.listeners[0], 2, proposal(0, 9), 1, 5.0, g.addresses, std::move(waiting))->verdict();
+  });
+  const Verdict f = MembershipSession::follow(g.addresses[0], proposal(1, 9), 10.0)->verdict();
+  const Verdict l = lead.get();
+  const Verdict j = joiner.get();
+  EXPECT_EQ(l.status, 0);
+  EXPECT_EQ(l.members, (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(f.your_rank, 1u);
+  EXPECT_EQ(j.your_rank, 2u);
+  EXPECT_EQ(j.steps, 9u);
+}
+
+}  // namespace
