@@ -154,7 +154,10 @@ Result run_scenario(const Scenario& s, const std::string& flags = "--keep-going"
       stopped_at = wall_now();
       return {pid, 0};  // remembered: continued on a timeout too
     }
-    if (std::sscanf(line.c_str(), "[%d] EXPECTED-ERROR", &r) == 1 && r != s.victim) ++survivors_reported;
+    // %n after the literal: sscanf counts "[%d]" as a match whatever text follows it.
+    int used = 0;
+    if (std::sscanf(line.c_str(), "[%d] EXPECTED-ERROR%n", &r, &used) == 1 && used > 0 && r != s.victim)
+      ++survivors_reported;
     return {};
   };
   // A stopped rank is continued once every other rank reported its error, or after the bound.
