@@ -6,16 +6,34 @@
 #include <dlfcn.h>
 #include <gradwire/plugin.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 struct gw_config {
   std::map<std::string, std::string> values;
 };
 
 namespace gwgpu {
+
+// n normal floats from a seed: the same inputs for the device and the host path.
+inline std::vector<float> normal(uint64_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (float& x : v) x = d(g);
+  return v;
+}
+
+// The two paths wrote the same bytes.
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), 4 * a.size()) == 0);
+}
 
 inline thread_local std::string last_error;
 
