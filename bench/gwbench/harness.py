@@ -37,6 +37,13 @@ def torch_python(prog, default, probe="import torch", hint="scripts/install-deps
     return python
 
 
+def say_torch(prog, python):
+    """Which interpreter and torch the peer runs, said at the start of a run."""
+    version = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                             text=True).stdout.strip()
+    print(f"{prog}: {python}, torch {version}")
+
+
 def venv_python():
     """.venv-torch's Python (PyPI's torch 2.x from scripts/install-deps.sh), else /usr/bin/python3."""
     venv = os.path.join(ROOT, ".venv-torch", "bin", "python")
@@ -56,6 +63,14 @@ def load(prog, when):
 
 def is_root():
     return os.geteuid() == 0
+
+
+def link_args(prog, rate):
+    """gradwire run's `--link RATE`, or nothing (loopback, said) where the cluster needs root and we are not."""
+    if is_root():
+        return ["--link", rate]
+    print(f"{prog}: not root: loopback instead of {rate} links", flush=True)
+    return []
 
 
 def run_logged(argv, log, show=None, extra_env=None):

@@ -20,7 +20,6 @@ Needs root for the cluster; without it the ranks run on loopback and say so.
 import contextlib
 import io
 import os
-import subprocess
 
 from . import harness
 
@@ -83,9 +82,7 @@ def main(args):
     train_images = harness.env("TRAIN_IMAGES", "0")
     python = harness.torch_python(PROG, harness.venv_python())
     trainer = os.path.join(harness.ROOT, "bindings", "python", "benchmarks", "t2_ddp.py")
-    version = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True,
-                             text=True).stdout.strip()
-    print(f"{PROG}: {python}, torch {version}")
+    harness.say_torch(PROG, python)
     harness.library_env(gw)
     os.makedirs(out, exist_ok=True)
     jsonl = os.path.join(out, "t2.jsonl")
@@ -93,10 +90,7 @@ def main(args):
     for rate in rates.split():
         harness.load(PROG, f"before {rate}")
         print(f"== PyTorch DDP, 4 ranks, {rate} links", flush=True)
-        link = ["--link", rate]
-        if not harness.is_root():
-            print(f"{PROG}: not root: loopback instead of {rate} links", flush=True)
-            link = []
+        link = harness.link_args(PROG, rate)
         # gradwire run places the ranks (MASTER_ADDR, GLOO_SOCKET_IFNAME in the cluster); the trainer takes
         # torch's variables from gradwire run's (gradwire.torch.init_process_group).
         log = os.path.join(out, f"t2-{rate}.log")

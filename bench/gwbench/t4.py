@@ -15,7 +15,6 @@ FSDP2 spends most of its step communicating on this model), OUT (t4-out), STEPS 
 bench/results/T4.json). Needs root for the cluster; without it the ranks run on loopback and say so.
 """
 import os
-import subprocess
 
 from . import harness
 
@@ -62,9 +61,7 @@ def main(args):
                                   probe="from torch.distributed.fsdp import fully_shard",
                                   hint="FSDP2 needs torch 2.x; scripts/install-deps.sh makes .venv-torch")
     trainer = os.path.join(harness.ROOT, "bindings", "python", "benchmarks", "t4_fsdp.py")
-    version = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True,
-                             text=True).stdout.strip()
-    print(f"{PROG}: {python}, torch {version}")
+    harness.say_torch(PROG, python)
     harness.library_env(gw)
     os.makedirs(out, exist_ok=True)
     jsonl = os.path.join(out, "t4.jsonl")
@@ -72,10 +69,7 @@ def main(args):
     for rate in rates.split():
         harness.load(PROG, f"before {rate}")
         print(f"== PyTorch FSDP2, 4 ranks, {rate} links", flush=True)
-        link = ["--link", rate]
-        if not harness.is_root():
-            print(f"{PROG}: not root: loopback instead of {rate} links", flush=True)
-            link = []
+        link = harness.link_args(PROG, rate)
         log = os.path.join(out, f"t4-{rate}.log")
         harness.run_logged([gw, "run", "-n", "4", *link, "--", python, trainer, "--steps", steps, *args], log,
                            show=r'^\[0\] .*"kind": "(result|compute)"', extra_env={"OMP_NUM_THREADS": "1"})
