@@ -7,7 +7,6 @@ bench/results/F1.json).
 Environment: OUT (f1-out), SAVE_RESULT (1).
 """
 import os
-import subprocess
 import sys
 
 from . import harness
@@ -21,9 +20,6 @@ def summarize(out):
 
 def main(args):
     out = harness.env("OUT", "f1-out")
-    os.makedirs(out, exist_ok=True)
-    harness.load(PROG, "before")
-    run = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "f1_scenarios.py"),
-                          *args], stdout=subprocess.PIPE, text=True, check=True)
-    harness.load(PROG, "after")
-    harness.finish("F1", out, run.stdout, f"bench/run.py F1 {harness.shown(args)}".rstrip())
+    program = os.path.join(os.path.dirname(os.path.abspath(__file__)), "f1_scenarios.py")
+    harness.run_table_program(PROG, "F1", out, [sys.executable, program, *args],
+                              f"bench/run.py F1 {harness.shown(args)}".rstrip())

@@ -127,3 +127,13 @@ def finish(name, out, text, command, filename="summary.txt", **extra):
         f.write(text)
     if env("SAVE_RESULT", "1") != "0":
         _bench_report().save_summary(name, command, text, **extra)
+
+
+def run_table_program(prog, name, out, argv, command):
+    """A benchmark whose program prints its own table (P9, F1): run it between two load lines, then
+    finish() with what it printed."""
+    os.makedirs(out, exist_ok=True)
+    load(prog, "before")
+    run = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=True)
+    load(prog, "after")
+    finish(name, out, run.stdout, command)

@@ -7,7 +7,6 @@ table; this harness runs it with torch 2.x and saves it as bench/results/P9.json
 Environment: PYTHON (.venv-torch/bin/python), OUT (p9-out), SAVE_RESULT (1).
 """
 import os
-import subprocess
 
 from . import harness
 
@@ -21,9 +20,5 @@ def summarize(out):
 def main(args):
     python = harness.torch_python(PROG, harness.venv_python())
     out = harness.env("OUT", "p9-out")
-    os.makedirs(out, exist_ok=True)
-    harness.load(PROG, "before")
-    run = subprocess.run([python, os.path.join(harness.ROOT, "scripts", "bench-p9.py"), *args], stdout=subprocess.PIPE,
-                         text=True, check=True)
-    harness.load(PROG, "after")
-    harness.finish("P9", out, run.stdout, f"scripts/bench-p9.py {harness.shown(args)}".rstrip())
+    harness.run_table_program(PROG, "P9", out, [python, os.path.join(harness.ROOT, "scripts", "bench-p9.py"), *args],
+                              f"scripts/bench-p9.py {harness.shown(args)}".rstrip())
