@@ -340,6 +340,13 @@ CrossLink measure_cross_link(gw_comm* comm, uint64_t largest) {
   }
   check_bench(gw_barrier(comm), "cross-host link: barrier");
   if (n >= 3) out.all_to_all_bytes_per_s = measure_all_to_all(comm);
+  {
+    TcpLinkProbe probe(comm);
+    for (int i = 0; i < kProbeRounds; ++i) probe.transfer();
+    const TcpProbe p = probe.result();
+    out.tcp_bytes_per_s = p.bytes_per_s;
+    out.tcp_cpu_s_per_byte = p.cpu_s_per_byte;
+  }
   if (rank != 0) return CrossLink{};
   return out;
 }

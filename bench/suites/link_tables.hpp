@@ -43,12 +43,16 @@ class LinkPasses {
 // half round trip) and a sweep of messages from 64 KiB to `largest` bytes in each direction, each
 // answered by 8 B (a direction's beta: the slope of its one-way times over the sizes of 1 MiB and up),
 // through the communicator, so over the configured transport; with 3 ranks or more, one to a host, every
-// rank also sends to every other at once (measure_all_to_all over plain TCP). Every rank calls it; the
-// result is rank 0's, on rank 0 (the others get zeros).
+// rank also sends to every other at once (measure_all_to_all over plain TCP); and rank 1 sends to rank 0
+// over one plain TCP connection (TcpLinkProbe: its rate, and the machine's busy core-seconds per byte,
+// which say what the TCP stack costs the cores over this path). Every rank calls it; the result is rank
+// 0's, on rank 0 (the others get zeros).
 struct CrossLink {
   double alpha = 0;                  // seconds
   double beta_out = 0, beta_in = 0;  // seconds per byte, rank 0 to rank 1 and back
   double all_to_all_bytes_per_s = 0; // a host's bytes per second sending to all others at once (0: not measured)
+  double tcp_bytes_per_s = 0;        // the plain TCP transfer's rate
+  double tcp_cpu_s_per_byte = 0;     // busy core-seconds per byte during it (both ends, wherever they ran)
   uint32_t ranks = 0;
   uint64_t largest = 0;
 };

@@ -533,7 +533,8 @@ NominalInputs nominal_link_inputs(const gw::model::Model& model, const std::stri
   NominalInputs n;
   n.bytes_per_s = nominal * flow;
   n.all_to_all_bytes_per_s = nominal * all;
-  n.cpu_s_per_byte = model.links.count("tcp") ? model.links.at("tcp").cpu : 0;
+  n.cpu_s_per_byte =
+      model.links.count("tcp") ? model.links.at("tcp").cpu * gw::model::cpu_factor_at(model.delivery, nominal) : 0;
   return n;
 }
 

@@ -415,18 +415,31 @@ std::pair<double, double> delivered_at(const Delivery& d, double rate) {
   return {flow > 0 ? flow : 1.0, all > 0 ? all : (flow > 0 ? flow : 1.0)};
 }
 
-void add_delivery(Delivery& d, double rate, double efficiency, double all_to_all) {
+double cpu_factor_at(const Delivery& d, double rate) {
+  if (d.cpu_factor.size() != d.rates.size() || !(rate > 0)) return 1.0;
+  std::vector<double> x, y;  // only the rates where it was measured
+  for (size_t i = 0; i < d.rates.size(); ++i)
+    if (d.cpu_factor[i] > 0) x.push_back(std::log(d.rates[i])), y.push_back(d.cpu_factor[i]);
+  if (x.empty()) return 1.0;
+  const double f = interpolate(x, y, std::log(rate));
+  return f > 0 ? f : 1.0;
+}
+
+void add_delivery(Delivery& d, double rate, double efficiency, double all_to_all, double cpu_factor) {
   d.all_to_all.resize(d.rates.size(), 0.0);
+  d.cpu_factor.resize(d.rates.size(), 0.0);
   size_t i = 0;
   while (i < d.rates.size() && d.rates[i] < rate) ++i;
   if (i < d.rates.size() && d.rates[i] == rate) {
     d.efficiency[i] = efficiency;
     if (all_to_all > 0) d.all_to_all[i] = all_to_all;
+    if (cpu_factor > 0) d.cpu_factor[i] = cpu_factor;
     return;
   }
   d.rates.insert(d.rates.begin() + long(i), rate);
   d.efficiency.insert(d.efficiency.begin() + long(i), efficiency);
   d.all_to_all.insert(d.all_to_all.begin() + long(i), all_to_all);
+  d.cpu_factor.insert(d.cpu_factor.begin() + long(i), cpu_factor);
 }
 
 Link at_nominal_rate(const Link& l, double rate, const Delivery& d) {
@@ -439,8 +452,11 @@ Link at_nominal_rate(const Link& l, double rate, const Delivery& d) {
     o << ", taken as it is (the model has no measured delivery of TCP)";
   } else {
     out.all_to_all_beta = all != flow ? 1 / (rate * all) : 0;
+    const double cpu = cpu_factor_at(d, rate);
+    out.cpu = l.cpu * cpu;
     o << ", of which TCP delivers " << flow * 100 << " % to one flow and " << all * 100
-      << " % to a node sending to all others at once (" << d.source << ")";
+      << " % to a node sending to all others at once, at " << cpu << " times the host's TCP CPU per byte ("
+      << d.source << ")";
   }
   out.origin = o.str();
   return out;

@@ -48,6 +48,10 @@ struct Delivery {
   // A node's bytes per second / the nominal rate when every node sends to every other at once (the
   // all-to-all algorithms' traffic), at each rate; empty or 0 where not measured (then `efficiency`).
   std::vector<double> all_to_all;
+  // The TCP stack's core-seconds per byte over such a link, as a multiple of the host's own tcp link's
+  // (loopback's), at each rate; 0 where not measured. Veths, bridges, qdiscs and real NICs cost more per
+  // byte than loopback, and at rates where the cores pace TCP that decides the time (cpu_factor_at).
+  std::vector<double> cpu_factor;
   std::string source;  // where and how they were measured
   bool empty() const { return rates.empty(); }
 };
@@ -67,13 +71,18 @@ Link with_beta(Link l, double beta);
 
 // The link at a nominal rate (bytes per second): its beta from what `d` says TCP delivers of that rate
 // (interpolated on the logarithm of the rate; below the first and past the last rate, held), its
-// all-to-all beta likewise where `d` has it; the nominal rate itself where `d` is empty. The result's
-// origin says which.
+// all-to-all beta likewise where `d` has it, its cpu times `d`'s CPU factor there; the nominal rate
+// itself where `d` is empty. The result's origin says which.
 Link at_nominal_rate(const Link& l, double nominal_bytes_per_s, const Delivery& d);
 // The fractions `d` gives at a nominal rate: {one flow's, all-to-all's} (both 1 where d is empty).
 std::pair<double, double> delivered_at(const Delivery& d, double nominal_bytes_per_s);
-// Adds (or replaces, at the same rate) one measured point.
-void add_delivery(Delivery& d, double nominal_bytes_per_s, double efficiency, double all_to_all);
+// The CPU factor `d` gives at a nominal rate: interpolated on the logarithm of the rate between the
+// rates where it was measured, held beyond them; 1 where none was.
+double cpu_factor_at(const Delivery& d, double nominal_bytes_per_s);
+// Adds (or replaces, at the same rate) one measured point; all_to_all and cpu_factor 0: not measured
+// (an earlier measurement at the same rate is kept).
+void add_delivery(Delivery& d, double nominal_bytes_per_s, double efficiency, double all_to_all,
+                  double cpu_factor = 0);
 
 // How a codec's payloads are combined, from its properties (collectives/compressed.hpp picks the same).
 enum class CodecKind {

@@ -149,6 +149,8 @@ std::string to_toml(const Model& m) {
                   {"source", m.delivery.source}};
     if (std::any_of(m.delivery.all_to_all.begin(), m.delivery.all_to_all.end(), [](double x) { return x > 0; }))
       d.insert("all_to_all_efficiency", array_of(m.delivery.all_to_all));
+    if (std::any_of(m.delivery.cpu_factor.begin(), m.delivery.cpu_factor.end(), [](double x) { return x > 0; }))
+      d.insert("cpu_factor", array_of(m.delivery.cpu_factor));
     root.insert("delivery", std::move(d));
   }
   toml::table codecs;
@@ -227,16 +229,21 @@ Model from_toml(const std::string& text, const std::string& origin) {
     d.rates = numbers(*t, "nominal_bytes_per_s", where);
     d.efficiency = numbers(*t, "efficiency", where);
     d.all_to_all = numbers(*t, "all_to_all_efficiency", where);
+    d.cpu_factor = numbers(*t, "cpu_factor", where);
     d.source = (*t)["source"].value_or(std::string());
     if (d.rates.empty() || d.efficiency.size() != d.rates.size() ||
-        (!d.all_to_all.empty() && d.all_to_all.size() != d.rates.size()))
-      throw std::invalid_argument(where + ": nominal_bytes_per_s and efficiency (and all_to_all_efficiency, where "
-                                  "present) must have as many entries, at least one");
+        (!d.all_to_all.empty() && d.all_to_all.size() != d.rates.size()) ||
+        (!d.cpu_factor.empty() && d.cpu_factor.size() != d.rates.size()))
+      throw std::invalid_argument(where + ": nominal_bytes_per_s and efficiency (and all_to_all_efficiency and "
+                                  "cpu_factor, where present) must have as many entries, at least one");
     for (size_t i = 0; i < d.rates.size(); ++i) {
       if (i > 0 && !(d.rates[i] > d.rates[i - 1]))
         throw std::invalid_argument(where + ".nominal_bytes_per_s: must be ascending");
       if (!(d.efficiency[i] > 0) || d.efficiency[i] > 1.5)
         throw std::invalid_argument(where + ".efficiency: each a fraction of the nominal rate, above 0");
+      if (!d.cpu_factor.empty() && !(d.cpu_factor[i] >= 0 && d.cpu_factor[i] < 1e3))
+        throw std::invalid_argument(where + ".cpu_factor: each a multiple of the host's TCP CPU per byte (0: not "
+                                    "measured), at least 0 and below 1000");
     }
   }
   bool has_none = false;

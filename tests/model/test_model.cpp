@@ -844,6 +844,45 @@ TEST(ModelNominal, ANominalRateIsWhatTcpDeliversOfIt) {
   EXPECT_NE(l.origin.find("as it is"), std::string::npos) << l.origin;
 }
 
+// Where calibrate learned what the TCP stack costs per byte over such a link (a multiple of the host's
+// loopback tcp link's), the link at a nominal rate costs the cores that much: interpolated on the
+// logarithm of the rate between the rates that have it, held beyond them, 1 where none has it; a rate
+// measured again without it keeps the earlier figure.
+TEST(ModelNominal, TheTcpCpuPerByteOfSuchALinkIsTheMeasuredMultiple) {
+  const Link tcp{4e-6, 1e-10, 0.4e-9};
+  Delivery d;
+  add_delivery(d, 12.5e6, 0.95, 0.7);           // 100 Mbit/s: the wire paces, no CPU figure
+  EXPECT_DOUBLE_EQ(cpu_factor_at(d, 1.25e9), 1.0);
+  EXPECT_DOUBLE_EQ(at_nominal_rate(tcp, 1.25e9, d).cpu, 0.4e-9);
+  add_delivery(d, 1.25e9, 0.94, 0, 3.0);        // 10 Gbit/s: the cores pace, 3 times loopback's
+  add_delivery(d, 125e9, 0.90, 0, 5.0);         // 1 Tbit/s, for the interpolation
+  EXPECT_EQ(d.cpu_factor, (std::vector<double>{0, 3.0, 5.0}));
+  EXPECT_NEAR(at_nominal_rate(tcp, 1.25e9, d).cpu, 1.2e-9, 1e-21);
+  EXPECT_NEAR(cpu_factor_at(d, 12.5e9), 4.0, 1e-9);   // half-way in log rate
+  EXPECT_NEAR(cpu_factor_at(d, 12.5e6), 3.0, 1e-12);  // held below the first rate that has it
+  EXPECT_NEAR(cpu_factor_at(d, 1e15), 5.0, 1e-12);    // and past the last
+  const Link l = at_nominal_rate(tcp, 12.5e6, d);
+  EXPECT_NEAR(l.cpu, 1.2e-9, 1e-21);
+  EXPECT_NE(l.origin.find("3 times the host's TCP CPU per byte"), std::string::npos) << l.origin;
+  add_delivery(d, 1.25e9, 0.93, 0);  // measured again where the cores did not pace: the figure stays
+  EXPECT_DOUBLE_EQ(d.cpu_factor[1], 3.0);
+  // The file keeps it; a damaged one is refused naming the key.
+  Model m = sample();
+  m.delivery = d;
+  m.delivery.source = "a test";
+  EXPECT_EQ(from_toml(to_toml(m), "mem").delivery.cpu_factor, d.cpu_factor);
+  const std::string head = "format = \"gradwire cost model 1\"\n[machine]\ncores = 2\ngamma_s_per_byte = 0\n"
+                           "[delivery]\nnominal_bytes_per_s = [1e8, 1e9]\nefficiency = [0.9, 0.9]\n";
+  for (const char* bad : {"cpu_factor = [1]\n", "cpu_factor = [1, 1e6]\n", "cpu_factor = [1, -1]\n"}) {
+    try {
+      from_toml(head + bad, "m.toml");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("cpu_factor"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The delivery, the links' origins and the combining table survive the file; a damaged delivery or
 // combining table is refused naming the key.
 TEST(ModelFile, KeepsTheDeliveryTheOriginsAndTheCombiningTable) {

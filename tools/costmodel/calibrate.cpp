@@ -438,6 +438,10 @@ std::string utc_now() {
   return stamp;
 }
 
+// The share of a core a plain TCP flow keeps busy from which the cores, not the wire, are taken to pace
+// it (calibrate across hosts; docs/cost-model.md, "A nominal rate").
+constexpr double kCoresPaced = 0.25;
+
 std::string mb_per_s(double seconds_per_byte) {
   std::ostringstream o;
   o << std::setprecision(4) << (seconds_per_byte > 0 ? 1e-6 / seconds_per_byte : 0) << " MB/s";
@@ -481,10 +485,17 @@ int run_launched(const CalibrateArgs& args) {
     m = calibrate_here(args);
   }
   const double beta = std::max(x.beta_out, x.beta_in);
+  const double host_cpu = m.links.count("tcp") ? m.links.at("tcp").cpu : 0;  // loopback TCP on this host
+  // The plain transfer keeps the cores busy where they, not the wire, pace TCP (kCoresPaced of a core or
+  // more): its busy time per byte is then what the stack costs over this path, and its rate what the wire
+  // carried with a core at each end. Below that, the busy time is mostly the machine's background, and
+  // the communicator's sweep gives the wire's rate.
+  const double busy_cores = x.tcp_cpu_s_per_byte * x.tcp_bytes_per_s;
+  const bool cores_pace = busy_cores >= kCoresPaced && x.tcp_bytes_per_s > 0;
   gw::model::Link l;
   l.alpha = x.alpha;
-  l.beta = beta;
-  l.cpu = m.links.count("tcp") ? m.links.at("tcp").cpu : 0;  // the host's TCP stack drives it
+  l.beta = cores_pace ? 1 / x.tcp_bytes_per_s : beta;
+  l.cpu = cores_pace ? x.tcp_cpu_s_per_byte : host_cpu;
   if (x.all_to_all_bytes_per_s > 0) l.all_to_all_beta = 1 / x.all_to_all_bytes_per_s;
   const std::string stamp = utc_now();
   std::ostringstream origin;
@@ -493,21 +504,28 @@ int run_launched(const CalibrateArgs& args) {
          << x.largest / 1048576.0 << " MiB (out " << mb_per_s(x.beta_out) << ", back " << mb_per_s(x.beta_in) << ")";
   if (x.all_to_all_bytes_per_s > 0)
     origin << "; all-to-all of " << x.ranks << " ranks over TCP " << x.all_to_all_bytes_per_s / 1e6 << " MB/s per host";
-  origin << "; cpu " << (m.links.count("tcp") ? "from this host's tcp link" : "not measured");
+  origin << "; one plain TCP flow " << x.tcp_bytes_per_s / 1e6 << " MB/s keeping " << busy_cores << " cores busy";
+  if (cores_pace)
+    origin << " (the cores pace it: beta from that flow, cpu its busy time per byte, "
+           << (host_cpu > 0 ? x.tcp_cpu_s_per_byte / host_cpu : 0) << " times this host's tcp link's)";
+  else
+    origin << "; cpu " << (host_cpu > 0 ? "from this host's tcp link" : "not measured");
   if (!nominal.empty()) origin << "; nominal rate " << nominal;
   l.origin = origin.str();
   m.links["inter"] = l;
   m.inter = "inter";
-  std::cout << "link inter: alpha " << std::setprecision(3) << l.alpha * 1e6 << " us, " << mb_per_s(beta) << " ("
+  std::cout << "link inter: alpha " << std::setprecision(3) << l.alpha * 1e6 << " us, " << mb_per_s(l.beta) << " ("
             << l.origin << ")\n";
   if (nominal_bps > 0) {
-    const double flow = 1 / beta / nominal_bps;
+    const double flow = 1 / l.beta / nominal_bps;
     const double all = x.all_to_all_bytes_per_s > 0 ? x.all_to_all_bytes_per_s / nominal_bps : 0;
+    const double cpu = cores_pace && host_cpu > 0 ? x.tcp_cpu_s_per_byte / host_cpu : 0;
     if (m.delivery.source.rfind("taken over", 0) == 0) m.delivery = {};  // measured here: this machine's own
-    gw::model::add_delivery(m.delivery, nominal_bps, flow, all);
+    gw::model::add_delivery(m.delivery, nominal_bps, flow, all, cpu);
     std::ostringstream d;
     d << std::setprecision(3) << nominal << ": " << flow * 100 << " %";
     if (all > 0) d << ", all-to-all of " << x.ranks << " ranks " << all * 100 << " %";
+    if (cpu > 0) d << ", TCP CPU per byte " << cpu << " times the host's";
     m.delivery.source = (m.delivery.source.empty() ? std::string("measured by gradwire calibrate across hosts at ")
                                                    : m.delivery.source + "; ") +
                         d.str() + " (" + stamp + ")";
