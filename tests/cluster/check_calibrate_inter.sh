@@ -3,7 +3,8 @@
 # `gradwire run -n 2 --link 1gbit`, with --inter-only, rank 0 writes the link between the namespaces into
 # the model file: [links.inter] measured (its origin says so), made the link between nodes, and the
 # delivery of the nominal rate learned from it (GW_LINK_RATE); simulate then prices a nominal 1 Gbit/s
-# link with it and says so. With 3 hosts the all-to-all delivery is learned too. Needs root (exit 77).
+# link with it and says so. With 3 hosts the all-to-all delivery is learned too, and at 10 Gbit/s the
+# TCP stack's CPU per byte over the path. Needs root (exit 77).
 set -u
 gw="$1"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -47,6 +48,22 @@ d = tomllib.load(open(sys.argv[1], "rb"))["delivery"]
 assert d["nominal_bytes_per_s"] == [12.5e6, 125e6], d
 assert d["all_to_all_efficiency"][0] > 0 and d["all_to_all_efficiency"][1] == 0, d
 PY
+
+# 10 Gbit/s: the cores, not the wire, pace one TCP flow; what the stack costs them per byte over this
+# path is learned as a multiple of the host's own tcp link's (delivery cpu_factor), and simulate applies it.
+out="$("$gw" run -n 2 --link 10gbit -- "$gw" calibrate --inter-only -o "$model" 2>&1)"
+[ $? -eq 0 ] || fail "calibrate across 2 hosts at 10gbit: $out"
+echo "$out" | grep -q "^\[0\] delivery of a nominal rate: TCP delivered 10gbit: .*TCP CPU per byte .* times the host's" ||
+  fail "no CPU factor learned at 10gbit: $out"
+python3 - "$model" <<'PY' || fail "the model file after 10gbit: $(cat "$model")"
+import sys, tomllib
+d = tomllib.load(open(sys.argv[1], "rb"))["delivery"]
+assert d["nominal_bytes_per_s"] == [12.5e6, 125e6, 1.25e9], d
+assert d["cpu_factor"][2] > 0, d
+PY
+sim="$("$gw" simulate --model "$model" --bytes 100e6 --ranks 4 --per-node 1 --inter-rate 10gbit 2>&1)"
+echo "$sim" | grep -q "inter-node link: nominal rate 10 Gbit/s, .* times the host's TCP CPU per byte" ||
+  fail "simulate did not apply the CPU factor: $sim"
 
 # Outside a launched run --inter-only is refused, saying what it needs.
 out="$(env -u GW_WORLD_SIZE -u WORLD_SIZE -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE "$gw" calibrate --inter-only -o "$dir/x.toml" 2>&1)"
