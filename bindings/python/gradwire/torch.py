@@ -44,7 +44,7 @@ import torch.distributed as dist
 from . import _core
 from ._core import Comm, Codec, ErrorFeedback, Runtime
 
-__all__ = ["HookState", "hook", "init_process_group", "allgather_over", "DiLoCo"]
+__all__ = ["HookState", "hook", "init_process_group", "allgather_over", "DiLoCo", "ElasticDataParallel"]
 
 STATE_VERSION = 2  # 2: residuals inside the collective (keyed by element offset)
 _LOSSLESS = {"none"}
@@ -57,7 +57,7 @@ def init_process_group(backend="gloo", **kw):
 
     Returns True. In a process that `gradwire run --elastic` started again to join a running job
     (GW_ELASTIC_JOIN=1) it returns False and makes no process group: torch's group is fixed-size and
-    cannot take the process back; gradwire.torch.DiLoCo then joins through
+    cannot take the process back; gradwire.torch.DiLoCo and ElasticDataParallel then join through
     gradwire's own join contact (docs/elastic.md, "PyTorch")."""
     if _joining():
         return False
@@ -757,6 +757,154 @@ def _after_change(w):
     w.rank, w.world_size = w.comm.rank, w.comm.size
     steps = w.sync.stats()["steps"]
     return steps, w._snapshots.restore(steps)
+
+
+class ElasticDataParallel:
+    """Data parallelism that survives ranks failing (and joining), without DDP (docs/elastic.md, "PyTorch"):
+    after backward, `step()` averages every parameter's gradient through gradwire's synchronizer in elastic
+    mode and runs the optimizer. DDP cannot do this: its reducer and its buffer broadcasts use its
+    fixed-size process group.
+
+        import gradwire.torch as gwt
+        gwt.init_process_group("gloo")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        edp = gwt.ElasticDataParallel(model, opt, codec="int8", error_feedback=True, min_ranks=2)
+        while edp.steps < total_steps:
+            x, y = shard(edp.steps, edp.rank, edp.world_size)   # this step's data for this rank
+            opt.zero_grad(); loss_fn(model(x), y).backward()
+            edp.step()    # False: the membership changed, the step was undone: compute it again
+
+    ElasticDataParallel(model, optimizer, runtime=None, *, config=None, text=None, codec=None,
+                        error_feedback=None, seed=None, rules=None, min_ranks=None, bucket_bytes=None,
+                        process_group=None, timeout=None, snapshot_optimizer=True, **codec_options)
+
+    The configuration is a gradwire.Runtime, a TOML file or text (with [elastic] enabled = true), or the
+    keywords (the schedule every_step). Parameters must be float32 and contiguous; at creation every
+    rank takes rank 0's (as DDP does). The process group is used for the rendezvous only (through its
+    store), never after. The optimizer's state is copied at the start of every step (snapshot_optimizer;
+    False: restoring it after a change is the application's)."""
+
+    def __init__(self, model, optimizer, runtime=None, *, config=None, text=None, codec=None, error_feedback=None,
+                 seed=None, rules=None, min_ranks=None, bucket_bytes=None, process_group=None, timeout=None,
+                 snapshot_optimizer=True, **codec_options):
+        given = sum(x is not None for x in (runtime, config, text))
+        if given > 1 or (given and (codec is not None or codec_options or bucket_bytes or rules or seed is not None
+                                    or error_feedback is not None or min_ranks is not None)):
+            raise _core.InvalidArgumentError("give the configuration one way: a Runtime, config=FILE, text=TOML, or "
+                                             "keywords (codec=, error_feedback=, min_ranks=, ...)")
+        joining = _joining()
+        if not joining and (not dist.is_available() or not dist.is_initialized()):
+            raise _core.StateError("gradwire.torch.ElasticDataParallel needs an initialized torch.distributed process "
+                                   "group (torch.distributed.init_process_group or gradwire.torch.init_process_group)")
+        if not given:
+            text = _config_text(codec or "none", error_feedback, seed, codec_options, rules, timeout)
+            text += '[schedule]\nname = "every_step"\n'
+            if bucket_bytes is not None:
+                text += f"[bucket]\nbytes = {int(bucket_bytes)}\n"
+            text += _elastic_text(True, min_ranks)
+        self._own_runtime = runtime is None
+        self.runtime = runtime if runtime is not None else Runtime(config, text=text)
+        self.sync = None
+        self.comm = None
+        try:
+            cfg = tomllib.loads(self.runtime.config_dump())
+            if not cfg.get("elastic", {}).get("enabled", False):
+                raise _core.InvalidArgumentError(
+                    "gradwire.torch.ElasticDataParallel runs in elastic mode: the configuration must say [elastic] "
+                    "enabled = true (or give the keywords, which do)")
+            self.model = model
+            self.optimizer = optimizer
+            t = float(timeout) if timeout is not None else float(cfg.get("runtime", {}).get("timeout_s", 300))
+            self.comm = _make_comm(self.runtime, process_group, t, "gradwire.torch.ElasticDataParallel", True, joining)
+            self.rank, self.world_size = self.comm.rank, self.comm.size
+            self._params, self._grads = [], []
+            for name, p in model.named_parameters():
+                if not p.requires_grad:
+                    continue
+                if p.dtype != torch.float32 or not p.is_contiguous():
+                    raise _core.InvalidArgumentError(
+                        f"parameter '{name}' is {p.dtype}{'' if p.is_contiguous() else ', not contiguous'}; "
+                        f"gradwire.torch.ElasticDataParallel takes contiguous float32 parameters")
+                self._params.append((name, p))
+            if not joining:
+                with torch.no_grad():  # every replica starts from rank 0's parameters (a joiner gets them below)
+                    for _, p in self._params:
+                        self._synchronize(p)
+                        self.comm.broadcast(p.detach(), root=0)
+            self.sync = _core.Sync(self.comm, self.runtime)
+            for name, p in self._params:
+                # The gradient lives in a buffer of the wrapper's, registered once; step() puts it in p.grad.
+                g = torch.zeros_like(p, memory_format=torch.contiguous_format)
+                self.sync.register(name, g, p.detach())
+                if p.dim() > 1:
+                    self.sync.register_shape(name, list(p.shape))
+                self._grads.append(g)
+            self.sync.finalize()
+        except BaseException:
+            self.close()
+            raise
+        self.steps = self.sync.stats()["steps"] if joining else 0
+        self.membership_changed = False
+        self._snapshots = _Snapshots(optimizer if snapshot_optimizer else None)
+
+    @staticmethod
+    def _synchronize(p):
+        if p.is_cuda:
+            torch.cuda.current_stream(p.device).synchronize()
+
+    @property
+    def membership_epoch(self):
+        """How many times the membership changed since creation."""
+        return self.comm.membership_epoch
+
+    def step(self):
+        """Averages the gradients across the members and runs the optimizer's step; returns True.
+
+        Returns False when the membership changed (ranks failed, or joined): the step was undone, the
+        parameters and the optimizer's state are those at the start of step `steps` on every member, and
+        `rank`, `world_size` are the new ones. Compute that step's gradients again (with this rank's shard
+        of the new membership) and call step() again. Raises gradwire's error when the quorum is lost, and
+        StateError on a rank that was declared dead and came back."""
+        self.membership_changed = False
+        with torch.no_grad():
+            for (_, p), g in zip(self._params, self._grads):
+                if p.grad is None:
+                    g.zero_()  # a parameter this step did not use
+                elif p.grad.data_ptr() != g.data_ptr():
+                    g.copy_(p.grad)
+                    p.grad = g
+            if self._params:
+                self._synchronize(self._params[0][1])
+            self._snapshots.take(self.steps)
+            flags = self.sync.step()
+        if flags["membership_changed"]:
+            self.steps, _ = _after_change(self)
+            return False
+        if flags["apply"]:
+            self.optimizer.step()
+        self.steps += 1
+        return True
+
+    def stats(self):
+        """gw_sync's counters over every bucket: wire_bytes (sent by this rank), syncs, steps, ..."""
+        return self.sync.stats()
+
+    def close(self):
+        """Destroys the synchronizer and the communicator."""
+        if self.sync is not None:
+            self.sync.close()
+            self.sync = None
+        if self.comm is not None:
+            self.comm.close()
+            self.comm = None
+        if self._own_runtime and not self.runtime.closed:
+            self.runtime.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 DILOCO_STATE_VERSION = 1

@@ -43,7 +43,7 @@ def expect_survivors_identical(results, victim, wrapper):
     assert len(hashes) == 1, f"{wrapper}: the survivors' parameters differ: {hashes}"
 
 
-@pytest.mark.parametrize("wrapper", ["diloco"])
+@pytest.mark.parametrize("wrapper", ["diloco", "edp"])
 def test_survivors_of_a_killed_rank_finish_identical(wrapper):
     # DiLoCo: killed between outer steps (step 6), found at the outer step 8. ElasticDataParallel: killed
     # mid-step (20 ms into step 6).
@@ -68,3 +68,20 @@ def test_a_stopped_rank_continued_after_the_others_moved_on_is_refused(tmp_path)
         assert done is not None and int(done.group(3)) == 3, out
         hashes.add(done.group(5))
     assert len(hashes) == 1, f"the survivors' parameters differ: {hashes}"
+
+
+def test_a_killed_rank_started_again_joins_and_ends_identical():
+    cmd = [gradwire_cli(), "run", "-n", "4", "--elastic=1", "--", sys.executable, os.path.join(HERE, "ranks", "elastic.py"),
+           "diloco", "join", "2", "6", str(STEPS)]
+    r = subprocess.run(cmd, env=child_env(OMP_NUM_THREADS=1), capture_output=True, text=True, timeout=HANG_GUARD_S)
+    out = r.stdout + r.stderr
+    print(out)  # shown by pytest when the test fails
+    joined = re.search(r"rank 2 joined epoch (\d+) rank (\d+) size (\d+) steps (\d+)", out)
+    assert joined is not None, out
+    assert int(joined.group(2)) == 3 and int(joined.group(3)) == 4, joined.group(0)  # the last rank
+    dones = re.findall(r"rank (\d) done steps (\d+) rank (\d+) size (\d+) epoch (\d+) hash (\w+)", out)
+    assert sorted(int(d[0]) for d in dones) == [0, 1, 2, 3], out
+    assert {d[3] for d in dones} == {"4"}, dones
+    assert len({d[1] for d in dones}) == 1 and len({d[4] for d in dones}) == 1, dones
+    assert len({d[5] for d in dones}) == 1, f"the 4 ranks' parameters differ: {dones}"
+    assert r.returncode == 0, out

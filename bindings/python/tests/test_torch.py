@@ -310,6 +310,26 @@ def test_elastic_keywords_refused_with_a_clear_message(group):
         gwt.DiLoCo(model, opt, inner_steps=4, min_ranks=2)
     with pytest.raises(gradwire.InvalidArgumentError, match="one way"):
         gwt.DiLoCo(model, opt, text='[schedule]\nname = "diloco"\n', elastic=True)
+    with pytest.raises(gradwire.InvalidArgumentError, match=r"\[elastic\] enabled = true"):
+        gwt.ElasticDataParallel(model, opt, text='[codec]\nname = "none"\n')
+
+
+def test_elastic_data_parallel_on_one_rank_is_the_optimizer_step(group):
+    model, ref = model_of(), model_of()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    with gwt.ElasticDataParallel(model, opt, codec="none", min_ranks=1) as edp:
+        assert (edp.rank, edp.world_size, edp.membership_epoch, edp.steps) == (0, 1, 0, 0)
+        for i in range(3):
+            x = torch.randn(8, 32, generator=torch.Generator().manual_seed(i))
+            for m, o in ((model, opt), (ref, ref_opt)):
+                o.zero_grad()  # set_to_none: the wrapper copies the new gradient into its own buffer
+                m(x).square().mean().backward()
+            assert edp.step() is True and not edp.membership_changed
+            ref_opt.step()
+        assert edp.steps == 3
+        for p, q in zip(model.parameters(), ref.parameters()):
+            assert torch.equal(p, q)
 
 
 def test_elastic_diloco_on_one_rank_steps(group):
