@@ -45,6 +45,11 @@ void Synchronizer::recover(gw_comm& handle, gw_status status, const std::string&
   for (auto& [slot, exchanges] : slots_)
     for (auto& e : exchanges)
       if (e && e->request) comm_->free(e->request), e->request = nullptr;
+  // DiLoCo's outer exchange of the failed step (delay 0: started and finished within it) too: its requests
+  // belong to the failed communicator, which the agreement replaces.
+  for (auto& [fragment, flight] : outer_)
+    for (auto& e : flight.exchanges)
+      if (e && e->request) comm_->free(e->request), e->request = nullptr;
   const comm::Agreed agreed = comm::agree(handle, runtime_, snapshots_.front().steps, status, message);
   after_agreement(handle, agreed);
 }

@@ -44,7 +44,7 @@ import torch.distributed as dist
 from . import _core
 from ._core import Comm, Codec, ErrorFeedback, Runtime
 
-__all__ = ["HookState", "hook", "init_process_group", "allgather_over", "DiLoCo"]
+__all__ = ["HookState", "hook", "init_process_group", "allgather_over", "DiLoCo", "ElasticDataParallel"]
 
 STATE_VERSION = 2  # 2: residuals inside the collective (keyed by element offset)
 _LOSSLESS = {"none"}
@@ -53,7 +53,14 @@ _LOSSLESS = {"none"}
 def init_process_group(backend="gloo", **kw):
     """dist.init_process_group that also works under `gradwire run`: when torchrun's RANK is absent it takes
     GW_RANK, GW_WORLD_SIZE, GW_ROOT_ADDR and GW_ROOT_PORT (gradwire's own rendezvous is not used by the hook,
-    so the port is free for torch's store)."""
+    so the port is free for torch's store).
+
+    Returns True. In a process that `gradwire run --elastic` started again to join a running job
+    (GW_ELASTIC_JOIN=1) it returns False and makes no process group: torch's group is fixed-size and
+    cannot take the process back; gradwire.torch.DiLoCo and ElasticDataParallel then join through
+    gradwire's own join contact (docs/elastic.md, "PyTorch")."""
+    if _joining():
+        return False
     if "RANK" not in os.environ and "GW_RANK" in os.environ:
         os.environ["RANK"] = os.environ["GW_RANK"]
         os.environ["WORLD_SIZE"] = os.environ["GW_WORLD_SIZE"]
@@ -61,6 +68,7 @@ def init_process_group(backend="gloo", **kw):
         os.environ.setdefault("MASTER_ADDR", os.environ.get("GW_ROOT_ADDR", "127.0.0.1"))
         os.environ.setdefault("MASTER_PORT", os.environ["GW_ROOT_PORT"])
     dist.init_process_group(backend, **kw)
+    return True
 
 
 def _group_name(process_group):
@@ -671,6 +679,234 @@ def hook(state, bucket):
     return state.submit(bucket)
 
 
+# ---- elastic membership (docs/elastic.md, "PyTorch") ----
+
+def _joining():
+    """Whether this process was started again by `gradwire run --elastic` to join a running job."""
+    return os.environ.get("GW_ELASTIC_JOIN") == "1"
+
+
+def _elastic_text(elastic, min_ranks):
+    """The [elastic] section of the keywords elastic= and min_ranks= ("" when neither asks for it)."""
+    if min_ranks is not None and not elastic:
+        raise _core.InvalidArgumentError("min_ranks= is the quorum's floor of elastic mode: give it with elastic=True")
+    if not elastic and min_ranks is None:
+        return ""
+    text = "[elastic]\nenabled = true\n"
+    if min_ranks is not None:
+        text += f"min_ranks = {int(min_ranks)}\n"
+    return text
+
+
+def _make_comm(runtime, process_group, timeout, what, elastic, joining):
+    """The wrapper's communicator: over torch's store (allgather_over) for a member of the process group; for
+    a process that joins a running elastic job, through gradwire's join contact (torch's process group is
+    fixed-size and cannot take a process back)."""
+    if joining:
+        if not elastic:
+            raise _core.InvalidArgumentError(
+                f"{what}: GW_ELASTIC_JOIN=1 (a process `gradwire run --elastic` started again to join the job), "
+                f"but the configuration does not enable elastic mode; give elastic=True (or [elastic] enabled = "
+                f"true) on every rank")
+        return Comm(runtime, timeout=timeout)
+    rank, world = _member(process_group, what)
+    return Comm(runtime, rank=rank, world_size=world, allgather=allgather_over(process_group, timeout), timeout=timeout)
+
+
+def _clone(obj):
+    """A copy of an optimizer's state_dict() whose tensors share no memory with the optimizer's."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone()
+    if isinstance(obj, dict):
+        return {k: _clone(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_clone(v) for v in obj)
+    return obj
+
+
+class _Snapshots:
+    """The optimizer's state (and the wrapper's counters) at the start of gradwire's last two steps, as
+    gw_sync keeps the parameters' and its own: after a membership change the one of the agreed step is put
+    back. `optimizer` None: the optimizer's state is the application's (nothing copied)."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self._kept = []  # [(steps, counters, optimizer state)], newest first
+
+    def take(self, steps, counters=None):
+        state = _clone(self.optimizer.state_dict()) if self.optimizer is not None else None
+        self._kept = [(steps, counters, state)] + self._kept[:1]
+
+    def restore(self, steps):
+        for i, (s, counters, state) in enumerate(self._kept):
+            if s != steps:
+                continue
+            # The newest one is the state at this very step's start: nothing changed it since.
+            if i > 0 and state is not None:
+                self.optimizer.load_state_dict(_clone(state))
+            self._kept = [self._kept[i]]
+            return counters
+        raise _core.StateError(f"elastic: the members continue from step {steps}, but this rank kept the optimizer's "
+                               f"state of steps {[k[0] for k in self._kept]} only (please report it)")
+
+
+def _after_change(w):
+    """After gw_sync_step said GW_MEMBERSHIP_CHANGED: the wrapper's new rank and size, and the optimizer's
+    state of the step the members continue from. Returns (steps, the counters kept with that step)."""
+    w.membership_changed = True
+    w.rank, w.world_size = w.comm.rank, w.comm.size
+    steps = w.sync.stats()["steps"]
+    return steps, w._snapshots.restore(steps)
+
+
+class ElasticDataParallel:
+    """Data parallelism that survives ranks failing (and joining), without DDP (docs/elastic.md, "PyTorch"):
+    after backward, `step()` averages every parameter's gradient through gradwire's synchronizer in elastic
+    mode and runs the optimizer. DDP cannot do this: its reducer and its buffer broadcasts use its
+    fixed-size process group.
+
+        import gradwire.torch as gwt
+        gwt.init_process_group("gloo")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        edp = gwt.ElasticDataParallel(model, opt, codec="int8", error_feedback=True, min_ranks=2)
+        while edp.steps < total_steps:
+            x, y = shard(edp.steps, edp.rank, edp.world_size)   # this step's data for this rank
+            opt.zero_grad(); loss_fn(model(x), y).backward()
+            edp.step()    # False: the membership changed, the step was undone: compute it again
+
+    ElasticDataParallel(model, optimizer, runtime=None, *, config=None, text=None, codec=None,
+                        error_feedback=None, seed=None, rules=None, min_ranks=None, bucket_bytes=None,
+                        process_group=None, timeout=None, snapshot_optimizer=True, **codec_options)
+
+    The configuration is a gradwire.Runtime, a TOML file or text (with [elastic] enabled = true), or the
+    keywords (the schedule every_step). Parameters must be float32 and contiguous; at creation every
+    rank takes rank 0's (as DDP does). The process group is used for the rendezvous only (through its
+    store), never after. The optimizer's state is copied at the start of every step (snapshot_optimizer;
+    False: restoring it after a change is the application's)."""
+
+    def __init__(self, model, optimizer, runtime=None, *, config=None, text=None, codec=None, error_feedback=None,
+                 seed=None, rules=None, min_ranks=None, bucket_bytes=None, process_group=None, timeout=None,
+                 snapshot_optimizer=True, **codec_options):
+        given = sum(x is not None for x in (runtime, config, text))
+        if given > 1 or (given and (codec is not None or codec_options or bucket_bytes or rules or seed is not None
+                                    or error_feedback is not None or min_ranks is not None)):
+            raise _core.InvalidArgumentError("give the configuration one way: a Runtime, config=FILE, text=TOML, or "
+                                             "keywords (codec=, error_feedback=, min_ranks=, ...)")
+        joining = _joining()
+        if not joining and (not dist.is_available() or not dist.is_initialized()):
+            raise _core.StateError("gradwire.torch.ElasticDataParallel needs an initialized torch.distributed process "
+                                   "group (torch.distributed.init_process_group or gradwire.torch.init_process_group)")
+        if not given:
+            text = _config_text(codec or "none", error_feedback, seed, codec_options, rules, timeout)
+            text += '[schedule]\nname = "every_step"\n'
+            if bucket_bytes is not None:
+                text += f"[bucket]\nbytes = {int(bucket_bytes)}\n"
+            text += _elastic_text(True, min_ranks)
+        self._own_runtime = runtime is None
+        self.runtime = runtime if runtime is not None else Runtime(config, text=text)
+        self.sync = None
+        self.comm = None
+        try:
+            cfg = tomllib.loads(self.runtime.config_dump())
+            if not cfg.get("elastic", {}).get("enabled", False):
+                raise _core.InvalidArgumentError(
+                    "gradwire.torch.ElasticDataParallel runs in elastic mode: the configuration must say [elastic] "
+                    "enabled = true (or give the keywords, which do)")
+            self.model = model
+            self.optimizer = optimizer
+            t = float(timeout) if timeout is not None else float(cfg.get("runtime", {}).get("timeout_s", 300))
+            self.comm = _make_comm(self.runtime, process_group, t, "gradwire.torch.ElasticDataParallel", True, joining)
+            self.rank, self.world_size = self.comm.rank, self.comm.size
+            self._params, self._grads = [], []
+            for name, p in model.named_parameters():
+                if not p.requires_grad:
+                    continue
+                if p.dtype != torch.float32 or not p.is_contiguous():
+                    raise _core.InvalidArgumentError(
+                        f"parameter '{name}' is {p.dtype}{'' if p.is_contiguous() else ', not contiguous'}; "
+                        f"gradwire.torch.ElasticDataParallel takes contiguous float32 parameters")
+                self._params.append((name, p))
+            if not joining:
+                with torch.no_grad():  # every replica starts from rank 0's parameters (a joiner gets them below)
+                    for _, p in self._params:
+                        self._synchronize(p)
+                        self.comm.broadcast(p.detach(), root=0)
+            self.sync = _core.Sync(self.comm, self.runtime)
+            for name, p in self._params:
+                # The gradient lives in a buffer of the wrapper's, registered once; step() puts it in p.grad.
+                g = torch.zeros_like(p, memory_format=torch.contiguous_format)
+                self.sync.register(name, g, p.detach())
+                if p.dim() > 1:
+                    self.sync.register_shape(name, list(p.shape))
+                self._grads.append(g)
+            self.sync.finalize()
+        except BaseException:
+            self.close()
+            raise
+        self.steps = self.sync.stats()["steps"] if joining else 0
+        self.membership_changed = False
+        self._snapshots = _Snapshots(optimizer if snapshot_optimizer else None)
+
+    @staticmethod
+    def _synchronize(p):
+        if p.is_cuda:
+            torch.cuda.current_stream(p.device).synchronize()
+
+    @property
+    def membership_epoch(self):
+        """How many times the membership changed since creation."""
+        return self.comm.membership_epoch
+
+    def step(self):
+        """Averages the gradients across the members and runs the optimizer's step; returns True.
+
+        Returns False when the membership changed (ranks failed, or joined): the step was undone, the
+        parameters and the optimizer's state are those at the start of step `steps` on every member, and
+        `rank`, `world_size` are the new ones. Compute that step's gradients again (with this rank's shard
+        of the new membership) and call step() again. Raises gradwire's error when the quorum is lost, and
+        StateError on a rank that was declared dead and came back."""
+        self.membership_changed = False
+        with torch.no_grad():
+            for (_, p), g in zip(self._params, self._grads):
+                if p.grad is None:
+                    g.zero_()  # a parameter this step did not use
+                elif p.grad.data_ptr() != g.data_ptr():
+                    g.copy_(p.grad)
+                    p.grad = g
+            if self._params:
+                self._synchronize(self._params[0][1])
+            self._snapshots.take(self.steps)
+            flags = self.sync.step()
+        if flags["membership_changed"]:
+            self.steps, _ = _after_change(self)
+            return False
+        if flags["apply"]:
+            self.optimizer.step()
+        self.steps += 1
+        return True
+
+    def stats(self):
+        """gw_sync's counters over every bucket: wire_bytes (sent by this rank), syncs, steps, ..."""
+        return self.sync.stats()
+
+    def close(self):
+        """Destroys the synchronizer and the communicator."""
+        if self.sync is not None:
+            self.sync.close()
+            self.sync = None
+        if self.comm is not None:
+            self.comm.close()
+            self.comm = None
+        if self._own_runtime and not self.runtime.closed:
+            self.runtime.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 DILOCO_STATE_VERSION = 1
 _DILOCO_KEYS = ("inner_steps", "fragments", "delay", "outer_lr", "outer_momentum", "nesterov")
 
@@ -691,26 +927,34 @@ class DiLoCo:
 
     DiLoCo(model, inner_optimizer, runtime=None, *, config=None, text=None, codec="none", error_feedback=None,
            inner_steps=100, fragments=1, delay=0, outer_lr=0.7, outer_momentum=0.9, nesterov=True,
-           bucket_bytes=None, rules=None, process_group=None, timeout=None, **codec_options)
+           bucket_bytes=None, rules=None, process_group=None, timeout=None, elastic=None, min_ranks=None,
+           snapshot_optimizer=True, **codec_options)
 
     The configuration is a gradwire.Runtime, a TOML file or text with [schedule] name = "diloco", or the
     keywords. fragments > 1 streams the outer steps (fragments synced at staggered steps; delay > 0 lets
     each exchange run behind `delay` inner steps); a fragment is at least one bucket, so set bucket_bytes
     ([bucket] bytes) small enough. Parameters must be float32 and contiguous, CPU or CUDA, and stay where
-    they are. The ranks' parameters are made equal at the first step (a dense average)."""
+    they are. The ranks' parameters are made equal at the first step (a dense average).
+
+    elastic=True ([elastic] enabled, min_ranks= its quorum floor; delay 0 only) survives ranks that fail
+    or join (docs/elastic.md, "PyTorch"): see step(). The process group is then used for the rendezvous
+    only (through its store), never after a failure; the inner optimizer's state is copied at the start
+    of every step (snapshot_optimizer; False: restoring it after a change is the application's)."""
 
     def __init__(self, model, inner_optimizer, runtime=None, *, config=None, text=None, codec=None,
                  error_feedback=None, inner_steps=None, fragments=None, delay=None, outer_lr=None,
                  outer_momentum=None, nesterov=None, bucket_bytes=None, rules=None, process_group=None,
-                 timeout=None, **codec_options):
+                 timeout=None, elastic=None, min_ranks=None, snapshot_optimizer=True, **codec_options):
         keywords = {"inner_steps": inner_steps, "fragments": fragments, "delay": delay, "outer_lr": outer_lr,
                     "outer_momentum": outer_momentum, "nesterov": nesterov}
         keywords = {k: v for k, v in keywords.items() if v is not None}
         given = sum(x is not None for x in (runtime, config, text))
-        if given > 1 or (given and (codec is not None or keywords or codec_options or bucket_bytes or rules)):
+        if given > 1 or (given and (codec is not None or keywords or codec_options or bucket_bytes or rules or
+                                    elastic is not None or min_ranks is not None)):
             raise _core.InvalidArgumentError("give the configuration one way: a Runtime, config=FILE, text=TOML, or "
-                                             "keywords (codec=, inner_steps=, outer_lr=, ...)")
-        if not dist.is_available() or not dist.is_initialized():
+                                             "keywords (codec=, inner_steps=, outer_lr=, elastic=, ...)")
+        joining = _joining()
+        if not joining and (not dist.is_available() or not dist.is_initialized()):
             raise _core.StateError("gradwire.torch.DiLoCo needs an initialized torch.distributed process group "
                                    "(torch.distributed.init_process_group or gradwire.torch.init_process_group)")
         if not given:
@@ -719,6 +963,7 @@ class DiLoCo:
             text += "".join(f"{k} = {_toml_value(v)}\n" for k, v in keywords.items())
             if bucket_bytes is not None:
                 text += f"[bucket]\nbytes = {int(bucket_bytes)}\n"
+            text += _elastic_text(elastic, min_ranks)
         self._own_runtime = runtime is None
         self.runtime = runtime if runtime is not None else Runtime(config, text=text)
         self.sync = None
@@ -730,13 +975,17 @@ class DiLoCo:
                     f"gradwire.torch.DiLoCo runs the schedule 'diloco'; the configuration names "
                     f"'{cfg.get('schedule', {}).get('name')}' ([schedule] name = \"diloco\")")
             self.config = dict(cfg.get("schedule", {}).get("diloco", {}))
+            self.elastic = bool(cfg.get("elastic", {}).get("enabled", False))
+            if self.elastic and int(self.config.get("delay", 0)) > 0:
+                raise _core.UnsupportedError(
+                    f"gradwire.torch.DiLoCo: elastic mode cannot replay an outer exchange that runs behind the inner "
+                    f"steps (delay = {self.config['delay']}); use delay = 0 with elastic=True (docs/elastic.md)")
             self.model = model
             self.inner_optimizer = inner_optimizer
             self.process_group = process_group
-            self.rank, self.world_size = _member(process_group, "gradwire.torch.DiLoCo")
             t = float(timeout) if timeout is not None else float(cfg.get("runtime", {}).get("timeout_s", 300))
-            gather = allgather_over(process_group, t)
-            self.comm = Comm(self.runtime, rank=self.rank, world_size=self.world_size, allgather=gather, timeout=t)
+            self.comm = _make_comm(self.runtime, process_group, t, "gradwire.torch.DiLoCo", self.elastic, joining)
+            self.rank, self.world_size = self.comm.rank, self.comm.size
             self.sync = _core.Sync(self.comm, self.runtime)
             self._params = []
             for name, p in model.named_parameters():
@@ -753,19 +1002,42 @@ class DiLoCo:
         except BaseException:
             self.close()
             raise
-        self.steps = 0
+        # A joiner's finalize received the synchronizer's state and the parameters: it continues from there.
+        self.steps = self.sync.stats()["steps"] if joining else 0
         self.outer_steps = 0
+        self.membership_changed = False
+        self._snapshots = _Snapshots(inner_optimizer if snapshot_optimizer else None) if self.elastic else None
+
+    @property
+    def membership_epoch(self):
+        """How many times the membership changed (elastic mode); 0 without it."""
+        return self.comm.membership_epoch
 
     def step(self, closure=None):
         """The inner optimizer's step, then gradwire's: on an outer step the parameters change in place.
-        Returns the inner optimizer's result."""
+        Returns the inner optimizer's result.
+
+        Elastic mode (elastic=True, docs/elastic.md): when ranks failed or joined during gradwire's part,
+        the survivors agree on a new membership, the parameters and gradwire's state go back to the start
+        of the last step every member completed, the inner optimizer's state with them (snapshot_optimizer),
+        and gradwire's part is done again among the new members. `membership_changed` then says so,
+        `rank` and `world_size` are the new ones (re-shard the data), and `steps` may be one less than
+        the calls made (this rank's last inner step was undone: loop on `steps`, not on a counter of
+        your own)."""
         result = self.inner_optimizer.step() if closure is None else self.inner_optimizer.step(closure)
+        self.membership_changed = False
         with torch.no_grad():
             for p in self._params:
                 if p.is_cuda:
                     torch.cuda.current_stream(p.device).synchronize()
                     break
-            flags = self.sync.step()
+            while True:
+                if self._snapshots is not None:
+                    self._snapshots.take(self.steps, self.outer_steps)
+                flags = self.sync.step()
+                if not flags["membership_changed"]:
+                    break
+                self.steps, self.outer_steps = _after_change(self)
         self.steps += 1
         if flags.get("outer_step"):
             self.outer_steps += 1

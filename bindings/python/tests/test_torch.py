@@ -297,3 +297,76 @@ def test_torch_imports_after_a_runtime_was_made_first():
     env.pop("GRADWIRE_TORCH_FIRST", None)
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "torch after gradwire ok" in r.stdout, r.stdout + r.stderr
+
+
+# ---- elastic mode on one rank (several ranks and failures: test_elastic.py) ----
+
+def test_elastic_keywords_refused_with_a_clear_message(group):
+    model = model_of()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(gradwire.UnsupportedError, match="delay"):
+        gwt.DiLoCo(model, opt, inner_steps=4, fragments=2, delay=1, elastic=True)
+    with pytest.raises(gradwire.InvalidArgumentError, match="min_ranks= .* elastic=True"):
+        gwt.DiLoCo(model, opt, inner_steps=4, min_ranks=2)
+    with pytest.raises(gradwire.InvalidArgumentError, match="one way"):
+        gwt.DiLoCo(model, opt, text='[schedule]\nname = "diloco"\n', elastic=True)
+    with pytest.raises(gradwire.InvalidArgumentError, match=r"\[elastic\] enabled = true"):
+        gwt.ElasticDataParallel(model, opt, text='[codec]\nname = "none"\n')
+
+
+def test_elastic_data_parallel_on_one_rank_is_the_optimizer_step(group):
+    model, ref = model_of(), model_of()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    with gwt.ElasticDataParallel(model, opt, codec="none", min_ranks=1) as edp:
+        assert (edp.rank, edp.world_size, edp.membership_epoch, edp.steps) == (0, 1, 0, 0)
+        for i in range(3):
+            x = torch.randn(8, 32, generator=torch.Generator().manual_seed(i))
+            for m, o in ((model, opt), (ref, ref_opt)):
+                o.zero_grad()  # set_to_none: the wrapper copies the new gradient into its own buffer
+                m(x).square().mean().backward()
+            assert edp.step() is True and not edp.membership_changed
+            ref_opt.step()
+        assert edp.steps == 3
+        for p, q in zip(model.parameters(), ref.parameters()):
+            assert torch.equal(p, q)
+
+
+def test_elastic_diloco_on_one_rank_steps(group):
+    model = model_of()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    with gwt.DiLoCo(model, opt, codec="int8", inner_steps=2, elastic=True, min_ranks=1) as d:
+        for i in range(5):
+            opt.zero_grad()
+            model(torch.randn(8, 32)).square().mean().backward()
+            d.step()
+            assert not d.membership_changed
+        assert (d.steps, d.outer_steps, d.membership_epoch) == (5, 3, 0)
+
+
+def test_optimizer_snapshot_of_the_agreed_step_is_put_back():
+    from gradwire.torch import _Snapshots
+    model = model_of()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+    def train_step():
+        opt.zero_grad()
+        model(torch.randn(8, 32)).square().mean().backward()
+        opt.step()
+    train_step()
+    snaps = _Snapshots(opt)
+    snaps.take(1, "counters of step 1")
+    first = {k: v.clone() for k, v in opt.state[next(model.parameters())].items()}
+    train_step()
+    snaps.take(2)
+    train_step()
+    assert snaps.restore(1) == "counters of step 1"  # one step back: the state of step 1 again
+    for k, v in opt.state[next(model.parameters())].items():
+        assert torch.equal(v, first[k]), k
+    train_step()  # changes the optimizer's state, not the copy kept for step 1
+    snaps.take(2)
+    assert snaps.restore(1) == "counters of step 1"
+    for k, v in opt.state[next(model.parameters())].items():
+        assert torch.equal(v, first[k]), k
+    with pytest.raises(gradwire.StateError, match="continue from step 7"):
+        snaps.restore(7)
