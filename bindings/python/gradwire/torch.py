@@ -517,6 +517,7 @@ class HookState:
             e = self._peer_failure(e)
         if self._failed is None:
             self._failed = e
+        self._drop_batch(e)  # buckets waiting for their batch of rounds: it will not start
         futs = [fut] if fut is not None else []
         for _, fut, _, last in inflight:
             if last and fut not in futs:
