@@ -2,6 +2,8 @@
 #include <gradwire/gradwire.h>
 
 #include <cstring>
+#include <functional>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -104,9 +106,84 @@ gw_status start(gw_comm* comm, gw::Codec* codec, gw::ErrorFeedback* ef, const gw
   return GW_OK;
 }
 
+// gw_allreduce_compressed_batch_start: the tensors' rounds in one collective per round
+// (coll::allreduce_rounds over several buffers).
+gw_status start_batch(gw_comm* comm, uint32_t n, gw_codec* const* codecs, const gw_codec_context* const* contexts,
+                      gw_tensor* const* tensors, gw_reduce_op op, gw_request** request) {
+  gw::require(comm, "comm");
+  gw::require(request, "request (output)");
+  *request = nullptr;
+  if (n == 0) gw::fail(GW_ERR_INVALID_ARGUMENT, "n is 0; a batch holds at least one tensor");
+  gw::require(codecs, "codecs");
+  gw::require(tensors, "tensors");
+  if (op != GW_REDUCE_SUM && op != GW_REDUCE_AVG)
+    gw::fail(GW_ERR_UNSUPPORTED, std::string("the compressed allreduce sums or averages; op ") +
+                                     gw::comm::op_name(op) + " needs gw_allreduce");
+  std::vector<gw::coll::CompressedArgs> buffers(n);
+  std::vector<gw_tensor> targets(n);
+  // Tensors that are not f32 host memory are staged: read now, written back when the batch completes.
+  auto staged = std::make_shared<std::vector<std::vector<float>>>(n);
+  std::vector<uint32_t> staged_tensors;
+  for (uint32_t k = 0; k < n; ++k) {
+    const std::string which = "tensors[" + std::to_string(k) + "]";
+    gw::Codec* codec = gw::require(codecs[k], ("codecs[" + std::to_string(k) + "]").c_str())->impl.get();
+    if (!codec->has_rounds())
+      gw::fail(GW_ERR_UNSUPPORTED, "codec '" + codec->name() + "' does not reduce in rounds; a batch concatenates "
+                                       "the round vectors of codecs of rounds (powersgd): use "
+                                       "gw_allreduce_compressed for each tensor");
+    if (codec->name() != codecs[0]->impl->name())
+      gw::fail(GW_ERR_INVALID_ARGUMENT, "codecs[" + std::to_string(k) + "] is '" + codec->name() + "' but codecs[0] '" +
+                                            codecs[0]->impl->name() + "'; a batch takes codecs of one name");
+    const gw_codec_context given =
+        gw::abi::read_or_default(contexts ? contexts[k] : nullptr, ("contexts[" + std::to_string(k) + "]").c_str());
+    const gw_tensor t = checked_tensor(gw::require(tensors[k], which.c_str()), which.c_str());
+    gw::coll::check_shapes(given.shapes, given.num_shapes, t.count);
+    gw::coll::CompressedArgs& a = buffers[k];
+    a.ctx = gw::abi::Struct<gw_codec_context>::defaults();
+    a.ctx.seed = given.seed;
+    a.ctx.step = given.step;
+    a.ctx.buffer_id = given.buffer_id;
+    if (given.num_shapes > 0) a.shapes.assign(given.shapes, given.shapes + given.num_shapes);
+    a.codec = codec;
+    a.count = t.count;
+    a.op = op;
+    if (t.memory == GW_MEMORY_HOST && t.dtype == GW_DTYPE_F32) {
+      a.buf = static_cast<float*>(t.data);
+    } else {
+      (*staged)[k].resize(t.count);
+      gw::staging::read_f32(t, (*staged)[k].data());
+      a.buf = (*staged)[k].data();
+      targets[k] = t;
+      staged_tensors.push_back(k);
+    }
+  }
+  std::function<void()> finish;
+  if (!staged_tensors.empty())
+    finish = [staged, targets, staged_tensors] {
+      for (uint32_t k : staged_tensors) gw::staging::write_f32((*staged)[k].data(), targets[k]);
+    };
+  *request = gw::comm::start_allreduce_rounds(*comm->impl, std::move(buffers), std::nullopt, std::move(finish));
+  return GW_OK;
+}
+
 }  // namespace
 
 extern "C" {
+
+GW_API gw_status gw_allreduce_compressed_batch_start(gw_comm* comm, uint32_t n, gw_codec* const* codecs,
+                                                     const gw_codec_context* const* contexts,
+                                                     gw_tensor* const* tensors, gw_reduce_op op,
+                                                     gw_request** request) {
+  return gw::guard([&] { return start_batch(comm, n, codecs, contexts, tensors, op, request); });
+}
+
+GW_API gw_status gw_allreduce_compressed_batch(gw_comm* comm, uint32_t n, gw_codec* const* codecs,
+                                               const gw_codec_context* const* contexts, gw_tensor* const* tensors,
+                                               gw_reduce_op op) {
+  return gw::capi::blocking(comm, [&](gw_request** r) {
+    return gw_allreduce_compressed_batch_start(comm, n, codecs, contexts, tensors, op, r);
+  });
+}
 
 GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
                                                const gw_tensor* in, gw_tensor* out, gw_reduce_op op,

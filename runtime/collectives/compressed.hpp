@@ -222,6 +222,16 @@ Task allreduce_shared_indices(Collective& c, CodecOps& ops, const float* in, flo
 // avg divides once at the end. Every rank gets the same sums, so the same final bits. Host f32 only.
 // Each round's messages are numbered from round * kRoundSteps. Books its cost into args.stats.
 Task allreduce_rounds(Collective& c, CompressedArgs args);
+// Several buffers of codecs of rounds in one collective per round: round r's local work runs for every
+// buffer in the given order, their vectors are concatenated in that order and summed at once (one
+// collective per round instead of one per buffer per round), and each buffer's part of the sum is what
+// its next round reads. Every rank must pass the same buffers in the same order (same counts and shapes:
+// the collective's header carries the total count). The codecs must be alike (the first buffer's wire codec
+// and pipelining carry every vector). Each buffer's result has the bits the one-buffer form gives wherever
+// the dense allreduce sums its elements in the same order in both (recursive doubling: below
+// ring_threshold_bytes, or two ranks); the ring's order depends on where an element falls in the vector.
+// Each buffer's stats get its raw bytes, its codec time and the bytes sent in proportion to its elements.
+Task allreduce_rounds(Collective& c, std::vector<CompressedArgs> buffers);
 // Checks shapes against a buffer of `count` elements: increasing offsets, no overlap, inside the buffer,
 // rows and cols at least 1; GW_ERR_INVALID_ARGUMENT naming the shape otherwise.
 void check_shapes(const gw_tensor_shape* shapes, uint32_t num_shapes, uint64_t count);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/two_level.hpp"
+#include "core/error.hpp"
 namespace gw::comm {
 namespace {
 
@@ -34,6 +35,26 @@ gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs 
     return seq ? comm.start_collective_at(*seq, s, two_level) : comm.start_collective(s, two_level);
   }
   const auto algorithm = [a, finish](Collective& c) { return then(coll::allreduce_compressed(c, a), finish); };
+  return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
+}
+
+gw_request* start_allreduce_rounds(Communicator& comm, std::vector<coll::CompressedArgs> buffers,
+                                   std::optional<uint32_t> seq, std::function<void()> finish) {
+  if (buffers.empty()) fail(GW_ERR_INVALID_ARGUMENT, "a batch of rounds needs at least one buffer");
+  uint64_t total = 0;
+  for (coll::CompressedArgs& a : buffers) {
+    if (a.codec == nullptr || !a.codec->has_rounds() || a.codec->id() != buffers.front().codec->id())
+      fail(GW_ERR_INVALID_ARGUMENT, "a batch of rounds takes buffers of one codec of rounds (codec '" +
+                                        buffers.front().codec->name() + "'); '" +
+                                        (a.codec ? a.codec->name() : std::string("NULL")) + "' is not one");
+    a.chunk_elements = std::max<uint64_t>(1, comm.settings().pipeline_chunk_bytes / 4);
+    a.ring_threshold_bytes = comm.settings().ring_threshold_bytes;
+    total += a.count;
+  }
+  const Signature s{CollectiveKind::Allreduce, buffers.front().op, GW_DTYPE_F32, total, 0, buffers.front().codec->id()};
+  const auto algorithm = [buffers = std::move(buffers), finish](Collective& c) {
+    return then(coll::allreduce_rounds(c, buffers), finish);
+  };
   return seq ? comm.start_collective_at(*seq, s, algorithm) : comm.start_collective(s, algorithm);
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "collectives/compressed.hpp"
 #include "comm/communicator.hpp"
@@ -20,6 +21,13 @@ namespace gw::comm {
 gw_request* start_allreduce_compressed(Communicator& comm, coll::CompressedArgs args,
                                        std::optional<uint32_t> seq = std::nullopt,
                                        std::function<void()> finish = {});
+
+// Starts coll::allreduce_rounds over several buffers of codecs of rounds (one collective per round for
+// all of them), with the communicator's pipelining and ring settings; the header carries the buffers'
+// total count and the first codec's id, so ranks that batch other buffers fail with GW_ERR_MISMATCH.
+// Every buffer's codec must have rounds and share the first one's id. `seq`, `finish` as above.
+gw_request* start_allreduce_rounds(Communicator& comm, std::vector<coll::CompressedArgs> buffers,
+                                   std::optional<uint32_t> seq = std::nullopt, std::function<void()> finish = {});
 
 // Starts the compressed reduce-scatter (kind ReduceScatter) or allgather (kind Allgather) of `args` with
 // the communicator's pipelining, two-level where [collectives] two_level says so for its topology (as the

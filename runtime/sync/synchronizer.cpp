@@ -72,6 +72,7 @@ Synchronizer::Synchronizer(comm::Communicator& comm, const Runtime& runtime) : c
   auto_recheck_steps_ = uint64_t(cfg.get_int("codec", "auto_recheck_steps"));
   auto_drift_ = cfg.get_float("codec", "auto_drift");
   bucket_bytes_ = uint64_t(cfg.get_int("bucket", "bytes"));
+  rounds_batch_ = uint64_t(cfg.get_int("bucket", "rounds_batch"));
   for (const auto& node : cfg.rules()) {
     const toml::table& t = *node.as_table();
     rules_.push_back(Rule{*t.get("match")->value<std::string>(), uint64_t(*t.get("max_bytes")->value<int64_t>()),
@@ -389,6 +390,17 @@ void Synchronizer::place(Bucket& b) {
 
 std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool accumulated, bool after_accumulate) {
   Bucket& b = buckets_[bucket];
+  float* x = nullptr;
+  auto e = prepare_exchange(bucket, accumulated, after_accumulate, &x);
+  const uint32_t seq = seq_base_ + bucket;
+  start_average(bucket, b.codec != nullptr, b.ef.get(), x, *e, seq, e->device_data ? b.device : nullptr);
+  ++b.exchanges;
+  return e;
+}
+
+std::unique_ptr<Exchange> Synchronizer::prepare_exchange(uint32_t bucket, bool accumulated, bool after_accumulate,
+                                                         float** out) {
+  Bucket& b = buckets_[bucket];
   // The pieces of one exchange are encoded as the data flows, so two exchanges of a bucket in flight
   // at once would update its error-feedback residuals in an order that depends on timing. The next one
   // starts after the previous one finished: the same bits on every run.
@@ -431,10 +443,40 @@ std::unique_ptr<Exchange> Synchronizer::start_exchange(uint32_t bucket, bool acc
     if (momentum_ > 0) apply_momentum(b, x);
   }
   e->started = Clock::now();
-  const uint32_t seq = seq_base_ + bucket;
-  start_average(bucket, b.codec != nullptr, b.ef.get(), x, *e, seq, e->device_data ? b.device : nullptr);
-  ++b.exchanges;
+  *out = x;
   return e;
+}
+
+std::vector<uint32_t> Synchronizer::batch_of(uint32_t bucket) const {
+  const Bucket& b = buckets_[bucket];
+  if (rounds_batch_ == 1 || b.codec == nullptr || !b.codec->has_rounds()) return {bucket};
+  std::vector<uint32_t> same;  // the buckets of this codec, in bucket order
+  for (uint32_t i = 0; i < buckets_.size(); ++i)
+    if (buckets_[i].codec == b.codec) same.push_back(i);
+  const uint64_t k = uint64_t(std::find(same.begin(), same.end(), bucket) - same.begin());
+  const uint64_t size = rounds_batch_ == 0 ? same.size() : rounds_batch_;
+  const uint64_t begin = k / size * size, end = std::min<uint64_t>(same.size(), begin + size);
+  return std::vector<uint32_t>(same.begin() + begin, same.begin() + end);
+}
+
+std::vector<std::unique_ptr<Exchange>> Synchronizer::start_batch(const std::vector<uint32_t>& batch, bool accumulated,
+                                                                 bool after_accumulate) {
+  std::vector<std::unique_ptr<Exchange>> exchanges;
+  std::vector<coll::CompressedArgs> buffers;
+  const auto done = std::make_shared<bool>(false);
+  for (uint32_t bucket : batch) {
+    Bucket& b = buckets_[bucket];
+    float* x = nullptr;
+    exchanges.push_back(prepare_exchange(bucket, accumulated, after_accumulate, &x));
+    Exchange& e = *exchanges.back();
+    e.batch_done = done;
+    buffers.push_back(compressed_args(bucket, b.ef.get(), x, e, e.device_data ? b.device : nullptr, 0));
+    ++b.exchanges;
+  }
+  // The batch's collective takes the first bucket's sequence number (the others' stay unused): every
+  // rank batches the same buckets, so every rank starts it with the same number.
+  exchanges.front()->request = comm::start_allreduce_rounds(*comm_, std::move(buffers), seq_base_ + batch.front());
+  return exchanges;
 }
 
 void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback* ef, float* x, Exchange& e,
@@ -445,6 +487,12 @@ void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback
     e.request = comm::start_allreduce_dense(*comm_, x, b.count, GW_DTYPE_F32, GW_REDUCE_AVG, seq, &e.stats);
     return;
   }
+  e.request = comm::start_allreduce_compressed(*comm_, compressed_args(bucket, ef, x, e, std::move(memory), buffer_tag), seq);
+}
+
+coll::CompressedArgs Synchronizer::compressed_args(uint32_t bucket, ErrorFeedback* ef, float* x, Exchange& e,
+                                                   std::shared_ptr<coll::TensorMemory> memory, uint64_t buffer_tag) {
+  const Bucket& b = buckets_[bucket];
   coll::CompressedArgs a;
   a.codec = b.codec;
   a.ef = ef;
@@ -457,24 +505,44 @@ void Synchronizer::start_average(uint32_t bucket, bool compressed, ErrorFeedback
   a.op = GW_REDUCE_AVG;
   a.stats = &e.stats;
   a.memory = std::move(memory);
-  e.request = comm::start_allreduce_compressed(*comm_, a, seq);
+  return a;
 }
 
 std::unique_ptr<Exchange> Synchronizer::early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate) {
   Bucket& b = buckets_[bucket];
   b.rollback.reset();
   if (b.early) return std::move(b.early);
-  return start_exchange(bucket, accumulated, after_accumulate);
+  const std::vector<uint32_t> batch = batch_of(bucket);
+  if (batch.size() == 1) return start_exchange(bucket, accumulated, after_accumulate);
+  // The callers go through the buckets in order: this is the batch's first bucket (a batch starts whole),
+  // and the rest of it waits in their `early` for their turn in the same loop.
+  auto exchanges = start_batch(batch, accumulated, after_accumulate);
+  std::unique_ptr<Exchange> mine;
+  for (size_t k = 0; k < batch.size(); ++k) {
+    if (batch[k] == bucket) mine = std::move(exchanges[k]);
+    else buckets_[batch[k]].early = std::move(exchanges[k]);
+  }
+  return mine;
 }
 
 void Synchronizer::start_early(uint32_t bucket, bool accumulated) {
-  Bucket& b = buckets_[bucket];
-  Rollback rb;
-  rb.exchanges = b.exchanges;
-  if (b.ef) rb.residuals = b.ef->residuals();
-  if (momentum_ > 0) rb.velocity = b.velocity;
-  b.rollback = std::move(rb);
-  b.early = start_exchange(bucket, accumulated, false);
+  // A batched bucket starts with its whole batch (none of which started yet: a batch starts whole).
+  const std::vector<uint32_t> batch = batch_of(bucket);
+  for (uint32_t i : batch) {
+    Bucket& b = buckets_[i];
+    Rollback rb;
+    rb.exchanges = b.exchanges;
+    if (b.ef) rb.residuals = b.ef->residuals();
+    if (momentum_ > 0) rb.velocity = b.velocity;
+    b.rollback = std::move(rb);
+    b.ready = false;
+  }
+  if (batch.size() == 1) {
+    buckets_[bucket].early = start_exchange(bucket, accumulated, false);
+    return;
+  }
+  auto exchanges = start_batch(batch, accumulated, false);
+  for (size_t k = 0; k < batch.size(); ++k) buckets_[batch[k]].early = std::move(exchanges[k]);
 }
 
 Codec* Synchronizer::codec_named(const std::string& name) {
@@ -591,14 +659,23 @@ void Synchronizer::recheck_auto() {
 
 void Synchronizer::finish(uint32_t bucket, Exchange& e, bool book) {
   Bucket& b = buckets_[bucket];
-  if (e.request == nullptr) return;  // finished before (a restored checkpoint, or save_state)
-  const gw_status st = comm_->wait(e.request, -1.0);
-  const std::string error = e.request->error;
-  comm_->free(e.request);
-  e.request = nullptr;
-  if (st != GW_OK)
-    fail(st, "bucket " + std::to_string(bucket) + " (" + b.codec_name + ", " + std::to_string(b.count) +
-                 " elements): " + error);
+  if (e.request == nullptr) {
+    if (!e.batch_done) return;  // finished before (a restored checkpoint, or save_state)
+    // Batched: its results came with the batch's first exchange, finished before this one.
+    if (!*e.batch_done)
+      fail(GW_ERR_INTERNAL, "bucket " + std::to_string(bucket) + " is finished before the first bucket of its "
+                            "batch of rounds");
+    e.batch_done.reset();
+  } else {
+    const gw_status st = comm_->wait(e.request, -1.0);
+    const std::string error = e.request->error;
+    comm_->free(e.request);
+    e.request = nullptr;
+    if (st != GW_OK)
+      fail(st, "bucket " + std::to_string(bucket) + " (" + b.codec_name + ", " + std::to_string(b.count) +
+                   " elements): " + error);
+    if (e.batch_done) *e.batch_done = true, e.batch_done.reset();
+  }
   if (!book) return;
   Accounting& a = b.accounting;
   const double wall = std::chrono::duration<double>(Clock::now() - e.started).count();
@@ -731,16 +808,19 @@ void Synchronizer::bucket_ready(uint32_t bucket) {
   Bucket& b = bucket_at(bucket);
   if (b.early) return;  // already started this step
   const Plan& p = plan();
-  if (p.sync_gradients || p.start_slot) {
-    start_early(bucket, false);
-  } else if (p.sync_accumulated) {
-    start_early(bucket, true);
-  }
-  // Otherwise this step sends no gradients (a micro-step, a local step): nothing to start.
+  // A step that sends no gradients (a micro-step, a local step): nothing to start.
+  if (!(p.sync_gradients || p.start_slot || p.sync_accumulated)) return;
+  // A batched bucket waits for the rest of its batch (the same batch on every rank, whatever the order
+  // the buckets become ready in); the last one starts them all.
+  b.ready = true;
+  for (uint32_t i : batch_of(bucket))
+    if (!buckets_[i].ready) return;
+  start_early(bucket, !(p.sync_gradients || p.start_slot));
 }
 
 void Synchronizer::end_step() {
   plan_.reset();
+  for (Bucket& b : buckets_) b.ready = false;
   seq_base_ = comm_->reserve_sequence(uint32_t(buckets_.size()));
 }
 

@@ -72,6 +72,10 @@ struct Exchange {
   // A device bucket's exchange (Synchronizer::place): its elements in the bucket's device memory.
   std::unique_ptr<device::Buffer> device_data;
   gw_request* request = nullptr;  // nullptr once finished
+  // A bucket whose rounds share their collectives with other buckets ([bucket] rounds_batch): the batch's
+  // first bucket holds the request, the others none; the results of all arrive with it. Shared by the
+  // batch's exchanges, true once the first one finished (the others are finished after it).
+  std::shared_ptr<bool> batch_done;
   coll::CompressedStats stats;
   std::chrono::steady_clock::time_point started;
 };
@@ -161,6 +165,7 @@ class Synchronizer {
     std::vector<std::unique_ptr<device::Buffer>> device_spare;
     uint64_t exchanges = 0;                 // started so far: the codec context's step, alike on every rank
     std::unique_ptr<Exchange> early;        // started by bucket_ready in this step
+    bool ready = false;                     // bucket_ready in this step, its batch not yet complete
     std::optional<Rollback> rollback;       // the state before this step's early start
     Accounting accounting;
     std::string codec_reason;  // why the auto codec chose codec_name; "" when configured
@@ -216,6 +221,20 @@ class Synchronizer {
   // Starts averaging bucket `bucket`: its gradients, or (accumulated) the accumulator plus, unless
   // already added (after_accumulate), this step's gradients, divided by the micro-steps.
   std::unique_ptr<Exchange> start_exchange(uint32_t bucket, bool accumulated, bool after_accumulate);
+  // What start_exchange does before the collective: the exchange with its elements in place (at *x).
+  std::unique_ptr<Exchange> prepare_exchange(uint32_t bucket, bool accumulated, bool after_accumulate, float** x);
+  // The buckets whose rounds share one collective with bucket `bucket` ([bucket] rounds_batch), in bucket
+  // order: the buckets of its codec, when that codec has rounds, cut into batches of rounds_batch in
+  // bucket order. A rule of the codecs and the bucket order alone, so every rank batches alike, whatever
+  // order the buckets become ready in. {bucket} when it is not batched.
+  std::vector<uint32_t> batch_of(uint32_t bucket) const;
+  // Starts the exchanges of a batch (batch_of) as one collective per round (coll::allreduce_rounds over
+  // the buckets' buffers); returns them in the batch's order, the first holding the request.
+  std::vector<std::unique_ptr<Exchange>> start_batch(const std::vector<uint32_t>& batch, bool accumulated,
+                                                     bool after_accumulate);
+  // The compressed allreduce's arguments for start_average and start_batch.
+  coll::CompressedArgs compressed_args(uint32_t bucket, ErrorFeedback* ef, float* x, Exchange& e,
+                                       std::shared_ptr<coll::TensorMemory> memory, uint64_t buffer_tag);
   // Starts the average over the ranks of `x` (bucket `bucket`'s elements) into e.request: through the
   // bucket's codec with error feedback `ef` when `compressed`, else dense; bytes booked into e.stats.
   // `buffer_tag` is or-ed into the codec context's buffer_id (the bucket's index): parameter exchanges
@@ -224,7 +243,7 @@ class Synchronizer {
                      std::optional<uint32_t> seq, std::shared_ptr<coll::TensorMemory> memory = nullptr,
                      uint64_t buffer_tag = 0);
   static constexpr uint64_t kParameterBuffers = uint64_t{1} << 32;
-  // The early exchange of this step, or a new one.
+  // The early exchange of this step, or a new one (with the rest of its batch, left in their `early`).
   std::unique_ptr<Exchange> early_or_start(uint32_t bucket, bool accumulated, bool after_accumulate);
   void start_early(uint32_t bucket, bool accumulated);
   // Waits for an exchange and books its cost (unless it is discarded).
@@ -272,6 +291,7 @@ class Synchronizer {
   double auto_drift_ = 2;            // [codec] auto_drift
   std::vector<double> auto_machine_;  // memory's and codecs' numbers, measured once (choose_auto_codecs)
   uint64_t bucket_bytes_ = 0;
+  uint64_t rounds_batch_ = 0;  // [bucket] rounds_batch
   std::vector<Rule> rules_;
 
   std::vector<TensorEntry> tensors_;

@@ -2,8 +2,9 @@
 // CASE`: the compressed allreduce with tensor shapes in the codec context and through gw_sync with
 // gw_sync_register_shape. Checks that every rank ends bit-identical, that a sum of rank-1 matrices comes
 // back exactly (only with the orthogonalisation between the rounds does it), that tensors without a
-// shape or too thin travel exactly, error feedback, warm start and the checkpoint round trip, and that
-// bad input is refused on every rank. Prints "OK rank r" at the end; the driver is sync_test.cpp.
+// shape or too thin travel exactly, error feedback, warm start and the checkpoint round trip, that
+// buckets batched into one collective per round ([bucket] rounds_batch) give each bucket its own bits, and
+// that bad input is refused on every rank. Prints "OK rank r" at the end; the driver is sync_test.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -86,6 +87,34 @@ void check_low_rank(const std::vector<float>& got, uint64_t step, double toleran
   if (!(e < tolerance)) die(what + ": a sum of rank-1 matrices came back with relative error " + std::to_string(e));
 }
 
+// A synchronizer over the test buffer's tensors (registered in place in `grads`), each matrix with its
+// shape, over `comm` with `rt`'s configuration.
+gw_sync* make_sync(gw_runtime* rt, gw_comm* comm, std::vector<float>& grads) {
+  gw_sync_options so = GW_SYNC_OPTIONS_INIT;
+  so.runtime = rt;
+  gw_sync* sync = nullptr;
+  check(gw_sync_create(comm, &so, &sync), "gw_sync_create");
+  grads.assign(kCount, 0.0f);
+  uint64_t at = 0;
+  int k = 0;
+  for (const gw_tensor_shape& s : kShapes) {
+    if (s.offset > at) {
+      gw_tensor v = f32(grads.data() + at, s.offset - at);
+      check(gw_sync_register(sync, ("vector" + std::to_string(k)).c_str(), &v, nullptr), "register vector");
+    }
+    gw_tensor m = f32(grads.data() + s.offset, s.rows * s.cols);
+    const std::string name = "matrix" + std::to_string(k++);
+    check(gw_sync_register(sync, name.c_str(), &m, nullptr), "register matrix");
+    const int64_t dims[3] = {int64_t(s.rows), int64_t(s.cols), 1};
+    check(gw_sync_register_shape(sync, name.c_str(), 3, dims), "register shape");
+    at = s.offset + s.rows * s.cols;
+  }
+  gw_tensor tail = f32(grads.data() + at, kCount - at);
+  check(gw_sync_register(sync, "tail", &tail, nullptr), "register tail");
+  check(gw_sync_finalize(sync), "gw_sync_finalize");
+  return sync;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,6 +126,11 @@ int main(int argc, char** argv) {
   if (which == "no-ef") toml = "[codec.powersgd]\nrank = 1\nresidual_feedback = false\n";
   if (which == "ef") toml = "[codec.powersgd]\nrank = 1\n";
   if (which == "sync") toml += "[codec]\nname = \"powersgd\"\n[bucket]\nbytes = 16384\n";
+  // Three buckets (a 96 x 64 matrix; a vector and a thin matrix, sent exactly in one round; a 40 x 50
+  // matrix), batched as [bucket] rounds_batch says (the case's second word; default 0: all in one batch).
+  const std::string batching = argc > 2 ? argv[2] : "0";
+  if (which == "batched")
+    toml = "[codec]\nname = \"powersgd\"\n[codec.powersgd]\nrank = 2\n[bucket]\nbytes = 8192\n";
   gw_runtime* rt = make_runtime(toml);
   gw_comm* comm = make_comm(rt);
   gw_codec* codec = nullptr;
@@ -174,31 +208,7 @@ int main(int argc, char** argv) {
       check(gw_sync_step(sync, nullptr), "gw_sync_step");
       check_identical(comm, grads.data(), 4 * grads.size(), "sync step " + std::to_string(step));
     };
-    const auto make = [&](std::vector<float>& grads) {
-      gw_sync_options so = GW_SYNC_OPTIONS_INIT;
-      so.runtime = rt;
-      gw_sync* sync = nullptr;
-      check(gw_sync_create(comm, &so, &sync), "gw_sync_create");
-      grads.assign(kCount, 0.0f);
-      uint64_t at = 0;
-      int k = 0;
-      for (const gw_tensor_shape& s : kShapes) {
-        if (s.offset > at) {
-          gw_tensor v = f32(grads.data() + at, s.offset - at);
-          check(gw_sync_register(sync, ("vector" + std::to_string(k)).c_str(), &v, nullptr), "register vector");
-        }
-        gw_tensor m = f32(grads.data() + s.offset, s.rows * s.cols);
-        const std::string name = "matrix" + std::to_string(k++);
-        check(gw_sync_register(sync, name.c_str(), &m, nullptr), "register matrix");
-        const int64_t dims[3] = {int64_t(s.rows), int64_t(s.cols), 1};
-        check(gw_sync_register_shape(sync, name.c_str(), 3, dims), "register shape");
-        at = s.offset + s.rows * s.cols;
-      }
-      gw_tensor tail = f32(grads.data() + at, kCount - at);
-      check(gw_sync_register(sync, "tail", &tail, nullptr), "register tail");
-      check(gw_sync_finalize(sync), "gw_sync_finalize");
-      return sync;
-    };
+    const auto make = [&](std::vector<float>& grads) { return make_sync(rt, comm, grads); };
     std::vector<float> grads;
     gw_sync* sync = make(grads);
     uint32_t buckets = 0;
@@ -230,6 +240,101 @@ int main(int argc, char** argv) {
     if (std::memcmp(first.data(), grads2.data(), 4 * kCount)) die("sync: the step after a checkpoint differs");
     gw_sync_destroy(again);
     gw_sync_destroy(sync);
+  } else if (which == "batched") {
+    // [bucket] rounds_batch: the rounds of several buckets in one collective per round give every bucket
+    // the bits of its own collectives (the round vectors are summed by recursive doubling, whose order
+    // does not depend on where an element is), on every rank, whatever order the ranks mark the buckets
+    // ready in: the batches are a rule of the bucket order, never of arrival. Compared with rounds_batch = 1
+    // (each bucket its own collectives) over several steps: warm start, residuals, full-rank gradients.
+    gw_runtime* rt_batched = make_runtime(toml + "rounds_batch = " + batching + "\n");
+    gw_runtime* rt_single = make_runtime(toml + "rounds_batch = 1\n");
+    std::vector<float> ga, gb;
+    gw_sync* batched = make_sync(rt_batched, comm, ga);
+    gw_sync* single = make_sync(rt_single, comm, gb);
+    uint32_t buckets = 0;
+    check(gw_sync_bucket_count(batched, &buckets), "bucket count");
+    if (buckets != 3) die("expected 3 buckets, got " + std::to_string(buckets));
+    for (uint64_t step = 0; step < 6; ++step) {
+      const std::vector<float> g = gradient(g_rank, step, step < 2 ? 0.0f : 1.0f);
+      std::copy(g.begin(), g.end(), ga.begin());
+      std::copy(g.begin(), g.end(), gb.begin());
+      // From step 1 on, each rank marks some buckets ready early, in its own order (rank r starts at
+      // bucket r and goes backwards on odd steps); gw_sync_step starts the rest.
+      if (step > 0)
+        for (uint32_t k = 0; k < buckets - step % 2; ++k) {
+          const uint32_t b = (uint32_t(g_rank) + (step % 2 ? buckets - k : k)) % buckets;
+          check(gw_sync_bucket_ready(batched, b), "gw_sync_bucket_ready");
+        }
+      check(gw_sync_step(batched, nullptr), "gw_sync_step (batched)");
+      check(gw_sync_step(single, nullptr), "gw_sync_step (one bucket at a time)");
+      const std::string what = "step " + std::to_string(step);
+      check_identical(comm, ga.data(), 4 * ga.size(), "batched " + what);
+      if (std::memcmp(ga.data(), gb.data(), 4 * kCount)) {
+        uint64_t i = 0;
+        while (ga[i] == gb[i]) ++i;
+        die("batched " + what + ": element " + std::to_string(i) + " is " + std::to_string(ga[i]) + " batched but " +
+            std::to_string(gb[i]) + " with every bucket on its own");
+      }
+      if (step < 2) {
+        auto want = exact_sum(step, 0.0f);
+        for (float& v : want) v /= float(g_size);
+        if (!(rel_error(ga.data(), want.data(), kCount) < 1e-3)) die("batched " + what + ": rank-1 sums not exact");
+      }
+    }
+    gw_sync_stats st = GW_SYNC_STATS_INIT;
+    check(gw_sync_get_stats(batched, GW_SYNC_ALL_BUCKETS, &st), "stats");
+    if (st.syncs != 6 * buckets) die("batched: " + std::to_string(st.syncs) + " exchanges booked, not one per bucket and step");
+    if (g_size > 1 && !(st.wire_bytes * 3 < st.raw_bytes)) die("batched: the shapes did not reach the codec");
+    gw_sync_destroy(single);
+    gw_sync_destroy(batched);
+    gw_runtime_destroy(rt_single);
+    gw_runtime_destroy(rt_batched);
+  } else if (which == "batch-api") {
+    // gw_allreduce_compressed_batch: three buffers (each the test buffer, its own buffer_id and inputs) in
+    // one collective per round give the bits of three gw_allreduce_compressed calls (a codec of each kind
+    // keeps its own warm starts and residuals), over steps with and without full-rank noise.
+    gw_codec* single = nullptr;
+    check(gw_codec_create(rt, "powersgd", &single), "second codec");
+    for (uint64_t step = 0; step < 4; ++step) {
+      std::vector<std::vector<float>> a(3), b(3);
+      std::vector<gw_tensor> ta(3);
+      std::vector<gw_codec_context> ctx(3);
+      for (uint64_t k = 0; k < 3; ++k) {
+        a[k] = gradient(g_rank, 10 * k + step, step < 2 ? 0.0f : 1.0f);
+        b[k] = a[k];
+        ta[k] = f32(a[k].data(), kCount);
+        ctx[k] = context(step, 20 + k);
+      }
+      gw_codec* codecs[3] = {codec, codec, codec};
+      const gw_codec_context* ctxs[3] = {&ctx[0], &ctx[1], &ctx[2]};
+      gw_tensor* ts[3] = {&ta[0], &ta[1], &ta[2]};
+      check(gw_allreduce_compressed_batch(comm, 3, codecs, ctxs, ts, GW_REDUCE_AVG), "gw_allreduce_compressed_batch");
+      for (uint64_t k = 0; k < 3; ++k) {
+        gw_tensor t = f32(b[k].data(), kCount);
+        check(gw_allreduce_compressed(comm, single, &ctx[k], &t, &t, GW_REDUCE_AVG), "gw_allreduce_compressed");
+        const std::string what = "batch step " + std::to_string(step) + " buffer " + std::to_string(k);
+        check_identical(comm, a[k].data(), 4 * kCount, what);
+        if (std::memcmp(a[k].data(), b[k].data(), 4 * kCount)) die(what + ": the batch differs from its own call");
+      }
+    }
+    gw_codec_destroy(single);
+    // Bad input: refused on the calling rank before anything starts.
+    std::vector<float> x(kCount, 1.0f);
+    gw_tensor t = f32(x.data(), x.size());
+    gw_tensor* ts[1] = {&t};
+    gw_codec* int8 = nullptr;
+    check(gw_codec_create(rt, "int8", &int8), "int8 codec");
+    gw_codec* not_rounds[1] = {int8};
+    if (gw_allreduce_compressed_batch(comm, 1, not_rounds, nullptr, ts, GW_REDUCE_SUM) != GW_ERR_UNSUPPORTED ||
+        !std::strstr(gw_last_error(), "does not reduce in rounds"))
+      die(std::string("a batch of int8 was not refused as unsupported: ") + gw_last_error());
+    gw_codec* mixed[2] = {codec, int8};
+    gw_tensor* two[2] = {&t, &t};
+    if (gw_allreduce_compressed_batch(comm, 2, mixed, nullptr, two, GW_REDUCE_SUM) != GW_ERR_UNSUPPORTED)
+      die(std::string("a batch with an int8 tensor was not refused: ") + gw_last_error());
+    if (gw_allreduce_compressed_batch(comm, 0, not_rounds, nullptr, ts, GW_REDUCE_SUM) != GW_ERR_INVALID_ARGUMENT)
+      die(std::string("an empty batch was not refused: ") + gw_last_error());
+    gw_codec_destroy(int8);
   } else if (which == "bad-shape") {
     // A shape past the end of the buffer: refused on every rank before anything moves.
     std::vector<float> x(100, 1.0f);

@@ -212,6 +212,19 @@ TEST(PowerSgd, ErrorFeedbackSendsWhatWasDropped) {
 }
 TEST(PowerSgd, WarmStartAndResidualsCheckpoint) { expect_ok(2, GW_POWERSGD_RANK, "checkpoint"); }
 TEST(PowerSgd, SyncShapesReachTheCodecAndCheckpoint) { expect_ok(2, GW_POWERSGD_RANK, "sync"); }
+// [bucket] rounds_batch: the buckets' rounds in one collective per round, bit-identical to one bucket at a
+// time (all buckets in one batch, and batches of two), while each rank marks the buckets ready in its own
+// order (ranks configured with another rounds_batch are refused by gw_comm_create's configuration check).
+TEST(PowerSgd, BatchedRoundsEqualOneBucketAtATime) {
+  expect_ok(2, GW_POWERSGD_RANK, "batched");
+  expect_ok(3, GW_POWERSGD_RANK, "batched");
+  expect_ok(4, GW_POWERSGD_RANK, "batched 2");
+}
+// gw_allreduce_compressed_batch (ABI 1.6, what the PyTorch hook batches through) == one call per buffer.
+TEST(PowerSgd, BatchCallEqualsOneCallPerBuffer) {
+  expect_ok(2, GW_POWERSGD_RANK, "batch-api");
+  expect_ok(4, GW_POWERSGD_RANK, "batch-api");
+}
 TEST(PowerSgd, BadInputIsRefusedOnEveryRank) {
   expect_error(2, GW_POWERSGD_RANK, "bad-shape", "GW_ERR_INVALID_ARGUMENT", "does not fit in the buffer");
   expect_error(2, GW_POWERSGD_RANK, "bad-product", "GW_ERR_INVALID_ARGUMENT", "holds 105 elements but the tensor has 100");

@@ -338,6 +338,26 @@ GW_API gw_status gw_allreduce_compressed_start(gw_comm* comm, gw_codec* codec, c
                                                gw_request** request);
 GW_API gw_status gw_allreduce_compressed(gw_comm* comm, gw_codec* codec, const gw_codec_context* context,
                                          const gw_tensor* in, gw_tensor* out, gw_reduce_op op);
+/* Since 1.6. The compressed allreduce of `n` tensors through codecs of rounds (powersgd) in one collective
+ * per round: tensor i is reduced in place through codecs[i] with contexts[i] (its seed, step, buffer_id
+ * and shapes) as gw_allreduce_compressed_start would, except that each round's vectors of all n tensors
+ * are summed in one allreduce, their concatenation in the given order, instead of one collective per
+ * tensor per round (PowerSGD: 2 collectives a step instead of 2 n). Each tensor gets the bits its own
+ * call gives wherever the dense allreduce adds its elements in the same order (below [collectives]
+ * ring_threshold_bytes, or on two ranks; docs/powersgd.md). Every rank passes the same tensors (counts,
+ * shapes) in the same order, and codecs of one name and configuration: codecs without rounds are
+ * GW_ERR_UNSUPPORTED, codecs of different names GW_ERR_INVALID_ARGUMENT, another batch on another rank
+ * GW_ERR_MISMATCH. f32, f16 or bf16 tensors in host or CUDA memory (anything but f32 host memory is
+ * staged through f32 host memory). The codecs and tensors belong to the request until it completes.
+ * thread: comm. */
+GW_API gw_status gw_allreduce_compressed_batch_start(gw_comm* comm, uint32_t n, gw_codec* const* codecs,
+                                                     const gw_codec_context* const* contexts,
+                                                     gw_tensor* const* tensors, gw_reduce_op op,
+                                                     gw_request** request);
+/* Since 1.6. gw_allreduce_compressed_batch_start, waited for. thread: comm. */
+GW_API gw_status gw_allreduce_compressed_batch(gw_comm* comm, uint32_t n, gw_codec* const* codecs,
+                                               const gw_codec_context* const* contexts, gw_tensor* const* tensors,
+                                               gw_reduce_op op);
 /* Since 1.2. The compressed allreduce with error feedback inside the collective (as gw_sync applies it): every
  * encoding this rank makes adds the residual `ef` keeps for those elements and keeps what the encoding
  * dropped for the next call — the values it sends to other ranks and, for scatter-reduce-allgather

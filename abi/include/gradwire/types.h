@@ -17,7 +17,7 @@
 
 /* ABI version of these headers. A plugin built against major M loads only into a host of major M. */
 #define GW_ABI_VERSION_MAJOR 1
-#define GW_ABI_VERSION_MINOR 5
+#define GW_ABI_VERSION_MINOR 6
 
 #if defined(_WIN32)
 #define GW_EXPORT __declspec(dllexport)

@@ -821,6 +821,32 @@ class Comm(_Handle):
     def allreduce_compressed_start(self, codec, inp, out=None, op="avg", *, seed=0, step=0, buffer_id=0, shapes=None):
         return self._compressed(True, codec, inp, out, op, seed, step, buffer_id=buffer_id, shapes=shapes)
 
+    def allreduce_compressed_batch(self, codecs, tensors, op="avg", *, contexts):
+        """The tensors (in place) averaged (or summed) through codecs of rounds (powersgd) in one collective per
+        round for all of them (gw_allreduce_compressed_batch): tensor i through codecs[i] with contexts[i], a
+        dict of seed, step, buffer_id and shapes as allreduce_compressed takes them. Every rank passes the same
+        tensors in the same order."""
+        return self._batch(False, codecs, tensors, op, contexts)
+
+    def allreduce_compressed_batch_start(self, codecs, tensors, op="avg", *, contexts):
+        return self._batch(True, codecs, tensors, op, contexts)
+
+    def _batch(self, start, codecs, tensors, op, contexts):
+        if not (len(codecs) == len(tensors) == len(contexts)):
+            raise InvalidArgumentError(f"a batch takes one codec and one context per tensor: {len(codecs)} codecs, "
+                                       f"{len(contexts)} contexts, {len(tensors)} tensors")
+        bufs = [_device_buffer(t, f"tensors[{k}]", writable=True) for k, t in enumerate(tensors)]
+        ctxs = [_context(**c) for c in contexts]
+        n = len(bufs)
+        handles = (ctypes.c_void_p * n)(*[c.handle for c in codecs])
+        ctx_ptrs = (ctypes.POINTER(_lib.gw_codec_context) * n)(*[ctypes.pointer(c) for c in ctxs])
+        tensor_ptrs = (ctypes.POINTER(_lib.gw_tensor) * n)(*[ctypes.pointer(b.tensor) for b in bufs])
+        args = (n, handles, ctx_ptrs, tensor_ptrs, _op(op))
+        fn = lib().gw_allreduce_compressed_batch_start if start else lib().gw_allreduce_compressed_batch
+        if not start:
+            return self._run(False, True, fn, args, None)
+        return self._run(True, False, fn, args, (bufs, list(codecs), ctxs, handles, ctx_ptrs, tensor_ptrs))
+
     def reduce_scatter_compressed(self, codec, inp, out, op="avg", *, seed=0, step=0):
         """out = this rank's shard of in (world_size equal shards) averaged (or summed) over all ranks through
         `codec`'s payloads: each shard encoded once by every other rank, summed in f32 in rank order by its

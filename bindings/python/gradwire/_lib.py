@@ -252,6 +252,8 @@ FUNCTIONS = {
     "gw_recv": (c_status, [H, T, c_u32, c_u32]),
     "gw_allreduce_compressed_start": (c_status, [H, H, CTX, T, T, c_enum, P(H)]),
     "gw_allreduce_compressed": (c_status, [H, H, CTX, T, T, c_enum]),
+    "gw_allreduce_compressed_batch_start": (c_status, [H, c_u32, P(H), P(CTX), P(T), c_enum, P(H)]),  # since 1.6
+    "gw_allreduce_compressed_batch": (c_status, [H, c_u32, P(H), P(CTX), P(T), c_enum]),  # since 1.6
     "gw_allreduce_compressed_ef_start": (c_status, [H, H, CTX, T, T, c_enum, P(H)]),
     "gw_allreduce_compressed_ef": (c_status, [H, H, CTX, T, T, c_enum]),
     "gw_reduce_scatter_compressed_start": (c_status, [H, H, CTX, T, T, c_enum, P(H)]),

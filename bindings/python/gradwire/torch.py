@@ -162,7 +162,7 @@ def allgather_over(process_group=None, timeout=300.0, *, store=None, namespace=N
     return allgather
 
 
-def _config_text(codec, error_feedback, seed, options, rules, timeout):
+def _config_text(codec, error_feedback, seed, options, rules, timeout, rounds_batch=None):
     lines = ["[codec]", f'name = "{codec}"']
     if error_feedback is not None:
         lines.append(f"error_feedback = {'true' if error_feedback else 'false'}")
@@ -174,6 +174,8 @@ def _config_text(codec, error_feedback, seed, options, rules, timeout):
             lines.append(f"{k} = {_toml_value(v)}")
     if timeout is not None:
         lines += ["[runtime]", f"timeout_s = {float(timeout)}"]
+    if rounds_batch is not None:
+        lines += ["[bucket]", f"rounds_batch = {int(rounds_batch)}"]
     for r in rules or ():
         lines.append("[[rules]]")
         for k, v in r.items():
@@ -257,7 +259,7 @@ class HookState:
     error feedback, and the progress thread that runs every gradwire call.
 
     HookState(runtime=None, *, config=None, text=None, codec=None, error_feedback=None, seed=None, rules=None,
-              model=None, process_group=None, bucket_cap_mb=25, timeout=None, **codec_options)
+              model=None, process_group=None, bucket_cap_mb=25, timeout=None, rounds_batch=None, **codec_options)
 
     The configuration is a gradwire.Runtime, a TOML file (config) or text (text), or keyword arguments:
     codec="topk", error_feedback=True, seed=0, rules=[{"match": "*.bias", "codec": "none"}] and the codec's
@@ -265,11 +267,14 @@ class HookState:
     the parameters' names for [[rules]]; a DDP model also gives its process group when `process_group` is
     None, and one of another size than `process_group` is refused. `bucket_cap_mb`: the largest bucket
     accepted (DDP's own bucket_cap_mb); `timeout` (seconds) bounds the rendezvous and every collective
-    ([runtime] timeout_s). The process group may have any backend (gloo, NCCL, ...): the hook never calls
+    ([runtime] timeout_s). `rounds_batch`: [bucket] rounds_batch, how many consecutive buckets' powersgd runs
+    share one collective per round (0: a step's all, 1: each its own; docs/powersgd.md). The process group
+    may have any backend (gloo, NCCL, ...): the hook never calls
     its collectives (the rendezvous goes through torch's store, see allgather_over)."""
 
     def __init__(self, runtime=None, *, config=None, text=None, codec=None, error_feedback=None, seed=None,
-                 rules=None, model=None, process_group=None, bucket_cap_mb=25, timeout=None, **codec_options):
+                 rules=None, model=None, process_group=None, bucket_cap_mb=25, timeout=None, rounds_batch=None,
+                 **codec_options):
         given = sum(x is not None for x in (runtime, config, text, codec))
         if given > 1:
             raise _core.InvalidArgumentError("give the configuration one way: a Runtime, config=FILE, text=TOML or "
@@ -279,8 +284,11 @@ class HookState:
         if not dist.is_available() or not dist.is_initialized():
             raise _core.StateError("gradwire.torch.HookState needs an initialized torch.distributed process group "
                                    "(torch.distributed.init_process_group or gradwire.torch.init_process_group)")
+        if rounds_batch is not None and codec is None:
+            raise _core.InvalidArgumentError("rounds_batch= comes with codec=NAME; in a configuration file or text "
+                                             "it is [bucket] rounds_batch")
         if codec is not None:
-            text = _config_text(codec, error_feedback, seed, codec_options, rules, timeout)
+            text = _config_text(codec, error_feedback, seed, codec_options, rules, timeout, rounds_batch)
         elif config is None and text is None and runtime is None:
             text = _config_text("none", None, None, {}, None, timeout)
         self._own_runtime = runtime is None
@@ -292,6 +300,13 @@ class HookState:
         self.rules = list(cfg.get("rules", []))
         self.timeout = float(timeout) if timeout is not None else float(cfg.get("runtime", {}).get("timeout_s", 300))
         self.max_bucket_bytes = int(bucket_cap_mb * 1024 * 1024) if bucket_cap_mb else None
+        # [bucket] rounds_batch: the runs of codecs of rounds (powersgd) of this many consecutive buckets (0:
+        # all of a step's) share one collective per round (gw_allreduce_compressed_batch). DDP hands the
+        # buckets over in index order on every rank, so every rank batches the same runs.
+        self.rounds_batch = int(cfg.get("bucket", {}).get("rounds_batch", 0))
+        self._batch = []          # runs of rounds waiting for their batch: (run, x, context, bucket index)
+        self._batch_buckets = []  # the buckets they belong to, in order: [index, future, buffer]
+        self.batches = 0          # batches started
         ddp_group = getattr(model, "process_group", None) if model is not None else None
         if process_group is None:
             process_group = ddp_group
@@ -421,7 +436,9 @@ class HookState:
             fut = torch.futures.Future(devices=[buf.device])
         else:
             stream, fut = None, torch.futures.Future()
-        self._queue.put(("bucket", bucket.index(), buf, layout, stream, fut))
+        # A step's last bucket ends its batch of rounds (a bucket without is_last, as in tests, ends it too).
+        is_last = bucket.is_last() if hasattr(bucket, "is_last") else True
+        self._queue.put(("bucket", bucket.index(), buf, layout, stream, is_last, fut))
         return fut
 
     # ---- the progress thread ----
@@ -435,6 +452,7 @@ class HookState:
             if item is not None:
                 kind = item[0]
                 if kind == "stop":
+                    self._drop_batch(_core.StateError("the gradwire hook closed before the step's last bucket"))
                     self._drain(inflight)
                     self._close_all(comm)
                     item[1].set()
@@ -507,6 +525,7 @@ class HookState:
             e = self._peer_failure(e)
         if self._failed is None:
             self._failed = e
+        self._drop_batch(e)  # buckets waiting for their batch of rounds: it will not start
         futs = [fut] if fut is not None else []
         for _, fut, _, last in inflight:
             if last and fut not in futs:
@@ -553,22 +572,32 @@ class HookState:
             self._runs[key] = run
         return run
 
-    def _start_bucket(self, comm, inflight, index, buf, layout, stream, fut):
+    def _start_bucket(self, comm, inflight, index, buf, layout, stream, is_last, fut):
         if self._failed is not None:
+            self._drop_batch(self._earlier())
             fut.set_exception(self._earlier())
             return
         if stream is not None:
             with torch.cuda.stream(stream):
-                return self._start_runs(comm, inflight, index, buf, layout, fut)
-        return self._start_runs(comm, inflight, index, buf, layout, fut)
+                return self._start_runs(comm, inflight, index, buf, layout, is_last, fut)
+        return self._start_runs(comm, inflight, index, buf, layout, is_last, fut)
 
-    def _start_runs(self, comm, inflight, index, buf, layout, fut):
+    def _start_runs(self, comm, inflight, index, buf, layout, is_last, fut):
         reqs = []
+        batched = False
         try:
             for i, (codec_name, offset, count, shapes) in enumerate(layout):
                 run = self._run_of(index, i, codec_name, offset, count)
                 x = buf[offset:offset + count]
                 seed = self.seed + index * 1009 + i
+                if run.rounds and self.rounds_batch != 1:
+                    # Started with the rest of its batch (_flush_batch), with this call's context.
+                    self._batch.append((run, x, dict(seed=seed, step=run.step, buffer_id=(index << 16) | i,
+                                                     shapes=shapes), index))
+                    batched = True
+                    run.step += 1
+                    self.bytes_sent += count * 4
+                    continue
                 # With error feedback, every encoding inside the collective adds its residual (this rank's
                 # values and, for int8 and one bit, the sum it encodes as the owner of a block). The shapes
                 # and the run's buffer id reach codecs of rounds (powersgd), which keep their state per id.
@@ -579,6 +608,7 @@ class HookState:
                 self.bytes_sent += count * 4
             self.buckets += 1
         except _core.Error as e:
+            self._batch = [b for b in self._batch if b[3] != index]  # this bucket's runs leave their batch
             for r in reqs:
                 inflight.append([r, fut, buf, False])
             if e.status in (_core.InvalidArgumentError.status, _core.UnsupportedError.status) and \
@@ -588,9 +618,43 @@ class HookState:
                 self._fail(e, inflight, fut)
             return
         for j, r in enumerate(reqs):
-            inflight.append([r, fut, buf, j == len(reqs) - 1])
-        if not reqs:
+            inflight.append([r, fut, buf, j == len(reqs) - 1 and not batched])
+        if batched:
+            self._batch_buckets.append([index, fut, buf])
+            if is_last or (self.rounds_batch > 0 and len(self._batch_buckets) >= self.rounds_batch):
+                self._flush_batch(comm, inflight)
+        elif not reqs:
             fut.set_result(buf)
+
+    def _flush_batch(self, comm, inflight):
+        """Starts the waiting runs of rounds as one batch (one collective per round for all of them); each of
+        their buckets completes when it completes (after the bucket's other runs)."""
+        batch, buckets = self._batch, self._batch_buckets
+        self._batch, self._batch_buckets = [], []
+        try:
+            req = comm.allreduce_compressed_batch_start([b[0].codec for b in batch], [b[1] for b in batch], op="avg",
+                                                        contexts=[b[2] for b in batch])
+        except _core.Error as e:
+            futs = [f for _, f, _ in buckets]
+            for f in futs[1:]:
+                if not f.done():
+                    f.set_exception(e)
+            if e.status in (_core.InvalidArgumentError.status, _core.UnsupportedError.status) and \
+                    self._failed is None:
+                self._fail_here(comm, e, inflight, futs[0])
+            else:
+                self._fail(e, inflight, futs[0])
+            return
+        self.batches += 1
+        for _, f, buf in buckets:
+            inflight.append([req, f, buf, True])
+
+    def _drop_batch(self, e):
+        """Fails the buckets waiting for their batch (the hook failed or closed before the batch started)."""
+        for _, f, _ in self._batch_buckets:
+            if not f.done():
+                f.set_exception(e)
+        self._batch, self._batch_buckets = [], []
 
     def _close_run(self, run):
         for obj in (run.ef, run.codec):

@@ -54,6 +54,24 @@ def test_powersgd_gets_the_parameters_shapes(tmp_path):
         assert f"rank {rank} ok" in out, out
 
 
+def test_powersgd_batched_rounds_equal_one_bucket_at_a_time(tmp_path):
+    # rounds_batch=0: the powersgd runs of a step's buckets share one collective per round (one batch a step);
+    # their round vectors are small enough for recursive doubling, so the parameters have the bits of
+    # rounds_batch=1 (each bucket its own collectives), on every rank.
+    saved = {}
+    for batch in (0, 1):
+        saved[batch] = tmp_path / f"params-{batch}.pt"
+        r = torchrun(tmp_path / f"logs-{batch}", "--codec", "powersgd", "--steps", "4", "--rounds-batch", str(batch),
+                     "--save", str(saved[batch]))
+        out = r.stdout + r.stderr
+        print(out)  # shown by pytest when the test fails
+        assert r.returncode == 0, out
+        for rank in range(RANKS):
+            assert f"rank {rank} parameters identical across ranks: True" in out, out
+            assert f"rank {rank} rounds batches {4 if batch == 0 else 0} over 4 steps" in out, out
+    assert torch.equal(torch.load(saved[0]), torch.load(saved[1]))
+
+
 def test_hook_averages_like_ddp_allreduce(tmp_path):
     r = torchrun(tmp_path, "--codec", "none", "--steps", "4", "--compare")
     out = r.stdout + r.stderr

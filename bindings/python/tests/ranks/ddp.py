@@ -86,6 +86,7 @@ def main():
     p.add_argument("--subgroup", action="store_true", help="DDP and the hook over a new group of every rank")
     p.add_argument("--backend", default="gloo")
     p.add_argument("--device", default="cpu", help="cpu, or cuda (each rank its LOCAL_RANK's device)")
+    p.add_argument("--rounds-batch", type=int, default=None, help="HookState rounds_batch (powersgd)")
     p.add_argument("--save", default=None, help="torch.save the final parameters (on the CPU) to this file")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -107,6 +108,8 @@ def main():
         ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
     restore = refuse_cpu_collectives() if args.refuse_cpu_collectives else (lambda: None)
     opts = {"ratio": 0.05} if args.codec == "topk" else {"rank": 2} if args.codec == "powersgd" else {}
+    if args.rounds_batch is not None:
+        opts["rounds_batch"] = args.rounds_batch
     state = gwt.HookState(codec=args.codec, error_feedback=args.error_feedback, model=model, timeout=args.timeout,
                           bucket_cap_mb=25, process_group=ddp_kw.get("process_group"), **opts)
     ddp.register_comm_hook(state, gwt.hook)
@@ -154,6 +157,7 @@ def main():
     if args.codec == "powersgd":  # its warm starts and residuals travel in the hook's state
         has_state = any(r.get("codec_state") for r in runs.values())
         print(f"rank {rank} codec state saved: {has_state}", flush=True)
+        print(f"rank {rank} rounds batches {state.batches} over {args.steps} steps", flush=True)
         ok = ok and has_state
     if args.save and rank == 0:
         torch.save(mine.cpu(), args.save)

@@ -9,7 +9,7 @@
 use std::os::raw::{c_char, c_void};
 
 pub const GW_ABI_VERSION_MAJOR: u32 = 1;
-pub const GW_ABI_VERSION_MINOR: u32 = 5;
+pub const GW_ABI_VERSION_MINOR: u32 = 6;
 
 // ---- gw_status ---------------------------------------------------------------------------------
 pub type gw_status = i32;
@@ -565,6 +565,25 @@ extern "C" {
         context: *const gw_codec_context,
         input: *const gw_tensor,
         out: *mut gw_tensor,
+        op: gw_reduce_op,
+    ) -> gw_status;
+    /// Since 1.6: several tensors through codecs of rounds, one collective per round for all of them.
+    pub fn gw_allreduce_compressed_batch_start(
+        comm: *mut gw_comm,
+        n: u32,
+        codecs: *const *mut gw_codec,
+        contexts: *const *const gw_codec_context,
+        tensors: *const *mut gw_tensor,
+        op: gw_reduce_op,
+        request: *mut *mut gw_request,
+    ) -> gw_status;
+    /// Since 1.6.
+    pub fn gw_allreduce_compressed_batch(
+        comm: *mut gw_comm,
+        n: u32,
+        codecs: *const *mut gw_codec,
+        contexts: *const *const gw_codec_context,
+        tensors: *const *mut gw_tensor,
         op: gw_reduce_op,
     ) -> gw_status;
     pub fn gw_allreduce_compressed_ef_start(
