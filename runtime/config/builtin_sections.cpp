@@ -90,11 +90,11 @@ Schema Schema::builtin() {
        {
            {"bytes", ValueType::Int, "25000000", "Size threshold of a fused bucket in bytes.", 1,
             1099511627776.0, {}},
-           {"rounds_batch", ValueType::Int, "0",
+           {"rounds_batch", ValueType::Int, "1",
             "Buckets whose codec runs in rounds (powersgd) share each round's collective: up to this many "
             "consecutive buckets of one such codec start together once all of them are ready, and sum their "
-            "round vectors in one allreduce; 0: every consecutive bucket of the codec, 1: each bucket its own "
-            "collectives (docs/powersgd.md).", 0, 1e9, {}},
+            "round vectors in one allreduce; 0: every consecutive bucket of the codec, 1 (the default): each "
+            "bucket its own collectives (docs/powersgd.md).", 0, 1e9, {}},
        },
        false},
       {"collectives",

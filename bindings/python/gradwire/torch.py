@@ -268,7 +268,7 @@ class HookState:
     None, and one of another size than `process_group` is refused. `bucket_cap_mb`: the largest bucket
     accepted (DDP's own bucket_cap_mb); `timeout` (seconds) bounds the rendezvous and every collective
     ([runtime] timeout_s). `rounds_batch`: [bucket] rounds_batch, how many consecutive buckets' powersgd runs
-    share one collective per round (0: a step's all, 1: each its own; docs/powersgd.md). The process group
+    share one collective per round (0: a step's all, 1, the default: each its own; docs/powersgd.md). The process group
     may have any backend (gloo, NCCL, ...): the hook never calls
     its collectives (the rendezvous goes through torch's store, see allgather_over)."""
 
@@ -303,7 +303,7 @@ class HookState:
         # [bucket] rounds_batch: the runs of codecs of rounds (powersgd) of this many consecutive buckets (0:
         # all of a step's) share one collective per round (gw_allreduce_compressed_batch). DDP hands the
         # buckets over in index order on every rank, so every rank batches the same runs.
-        self.rounds_batch = int(cfg.get("bucket", {}).get("rounds_batch", 0))
+        self.rounds_batch = int(cfg.get("bucket", {}).get("rounds_batch", 1))
         self._batch = []          # runs of rounds waiting for their batch: (run, x, context, bucket index)
         self._batch_buckets = []  # the buckets they belong to, in order: [index, future, buffer]
         self.batches = 0          # batches started
