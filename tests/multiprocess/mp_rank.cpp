@@ -310,7 +310,14 @@ void case_mismatch(gw_comm* comm, const std::string& what) {
 // GW_ERR_MISMATCH naming both calls, also in elastic mode (a mismatch is no membership change).
 void case_mismatch_sync(gw_comm* comm) {
   gw_sync_options o = GW_SYNC_OPTIONS_INIT;
-  o.runtime = g_runtime;
+  // The synchronizer's own runtime: the communicator's must be alike on every rank (gw_comm_create compares).
+  const std::string text = std::string("[codec]\nname = \"") + (g_rank == g_size - 1 ? "none" : "int8") +
+                           "\"\n[schedule]\nname = \"every_step\"\n";
+  gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+  ro.config_text = text.c_str();
+  gw_runtime* rt = nullptr;
+  check(gw_runtime_create(&ro, &rt), "gw_runtime_create for the synchronizer");
+  o.runtime = rt;
   gw_sync* sync = nullptr;
   check(gw_sync_create(comm, &o, &sync), "gw_sync_create");
   const uint64_t counts[2] = {uint64_t(1) << 18, 1000};
@@ -529,8 +536,7 @@ int main(int argc, char** argv) {
   if (c == "mismatch-config" && g_rank == g_size - 1) config += "[collectives]\nring_threshold_bytes = 4096\n";
   else if (const char* t = std::getenv("MP_RING_THRESHOLD")) config += std::string("[collectives]\nring_threshold_bytes = ") + t + "\n";
   if (c.rfind("mismatch-sync", 0) == 0)
-    config += std::string("[codec]\nname = \"") + (g_rank == g_size - 1 ? "none" : "int8") +
-              "\"\n[schedule]\nname = \"every_step\"\n" + (c == "mismatch-sync-elastic" ? "[elastic]\nenabled = true\n" : "");
+    config += c == "mismatch-sync-elastic" ? "[elastic]\nenabled = true\n" : "";
   std::vector<const char*> paths;
   std::string extra_path;
   if (c == "mismatch-version") {
