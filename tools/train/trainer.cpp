@@ -144,6 +144,7 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
   std::vector<std::pair<uint64_t, std::vector<float>>> velocity_at;
   const bool elastic = exchange.elastic();
   uint64_t step = exchange.start_step();
+  const uint32_t start_rank = exchange.rank();  // --kill-rank names the rank a process started as
   if (exchange.joined()) exchange.share_state(sgd.velocity());  // as the members do after admitting it
 
   double loss_since = 0, train_seconds = 0;
@@ -183,8 +184,8 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
       const auto v = sgd.velocity();
       velocity_at.emplace_back(step, std::vector<float>(v.begin(), v.end()));
     }
-    if (int64_t(step) == o.kill_step && int64_t(rank) == o.kill_rank) {
-      std::fprintf(stderr, "gradwire train: rank %u kills itself at step %llu (--kill-rank, --kill-step)\n", rank,
+    if (int64_t(step) == o.kill_step && int64_t(start_rank) == o.kill_rank) {
+      std::fprintf(stderr, "gradwire train: rank %u kills itself at step %llu (--kill-rank, --kill-step)\n", start_rank,
                    static_cast<unsigned long long>(step));
       std::fflush(stderr);
       raise(SIGKILL);
