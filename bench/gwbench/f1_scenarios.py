@@ -9,20 +9,27 @@ under `gradwire run`, every scenario repeated REPEAT times, every outcome report
   two     SIGKILL two ranks at once: 2 of 4 is no majority, the survivors must end with the error
   stop    SIGSTOP one rank past the timeout, SIGCONT once the others moved on: it must be refused
   churn   SIGKILL a random rank every CHURN_EVERY seconds for CHURN_SECONDS (--elastic=50)
+  train   `gradwire train --elastic 1` (int8, one epoch of --train-images at batch 64): one of ranks 1..3
+          killed at a random step; the final accuracy against an unfailed run of the same steps, and
+          whether the 4 members (the restarted one joined) end with the same parameters
 
 Figures: seconds from the kill to the survivors' first completed step after the change (the slowest
 survivor), steps undone (the most any survivor had to redo), seconds from the kill to the restarted
 process's admission, and whether all ranks ended with the same parameters (a hash).
 
-    bench/run.py F1 [--repeat 10] [--tls tcp] [--link 1gbit]     (this program, its table saved as F1.json)
+    bench/run.py F1 [--repeat 10] [--tls tcp] [--link 1gbit]     (this program, its table saved as F1.json;
+                                                               --link 1gbit unless given, loopback if not root)
 """
 import argparse
+import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -140,6 +147,10 @@ def scenario(args, name):
         out["rejoin_s"] = j - fault_at if j else None
         out["ok"] = (len(hashes) == 1 and all("hash" in ranks.get(r, {}) for r in range(4)) and code == 0)
         out["outcome"] = "4 ranks bit-identical" if out["ok"] else "FAILED"
+        if (not out["ok"] and name == "root" and args.link and j is None and len(hashes) == 1 and
+                all("hash" in ranks.get(r, {}) for r in survivors)):
+            out["outcome"] = ("3 survivors bit-identical, the restarted root not admitted (in the cluster the join "
+                              "contact is at the old root's address)")
     elif name == "two":
         errs = [ranks.get(r, {}).get("message", "") for r in survivors]
         out["ok"] = all("quorum is lost" in e for e in errs)
@@ -160,6 +171,49 @@ def scenario(args, name):
     return out
 
 
+def train_run(args, kill):
+    """`gradwire train` int8 on 4 ranks with --elastic 1, rank kill[0] killed at step kill[1] (None: no
+    fault). Returns (exit code, final accuracy or None, the members' (size, step, hash) lines, output)."""
+    out = tempfile.mkdtemp(prefix="f1-train-")
+    toml = os.path.join(out, "f1.toml")
+    with open(toml, "w") as f:
+        f.write("[runtime]\ntimeout_s = %d\n" % TIMEOUT_S)
+    cmd = [args.gradwire, "train", "--ranks", "4", "--configs", "int8", "--epochs", "1", "--batch", "64",
+           "--train-images", str(args.train_images), "--evals-per-epoch", "1", "--elastic", "1", "--config", toml,
+           "--out", out] + (["--link", args.link] if args.link else [])
+    if kill:
+        cmd += ["--kill-rank", str(kill[0]), "--kill-step", str(kill[1])]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=dict(os.environ, UCX_TLS=args.tls), timeout=900)
+    members = re.findall(r"elastic: rank \d+ of (\d+) ended at step (\d+) with parameters fnv1a (\S+)", p.stdout)
+    accuracy = None
+    try:
+        with open(os.path.join(out, "int8.json")) as f:
+            accuracy = json.load(f)["curve"][-1]["test_accuracy"]
+    except (OSError, ValueError, KeyError, IndexError):
+        pass
+    shutil.rmtree(out, ignore_errors=True)
+    return p.returncode, accuracy, members, p.stdout
+
+
+def train_scenario(args, baseline):
+    """The accuracy scenario: one of ranks 1..3 killed at a random step of the 200; the final accuracy
+    against the unfailed run of the same steps (`baseline`), and whether the 4 ended identical."""
+    victim, step = random.randint(1, 3), random.randint(10, 150)
+    code, accuracy, members, text = train_run(args, (victim, step))
+    out = {"victims": [victim], "exit": code, "kill_step": step}
+    ok = (code == 0 and accuracy is not None and len(members) == 4 and len({m[2] for m in members}) == 1 and
+          all(m[0] == "4" for m in members))
+    if accuracy is not None and baseline is not None:
+        out["accuracy_delta"] = 100.0 * (accuracy - baseline)
+    out["ok"] = ok
+    out["outcome"] = ("killed at step %d: accuracy %.4f vs %.4f unfailed (%+.2f points), 4 ranks identical" %
+                      (step, accuracy, baseline, out["accuracy_delta"])) if ok and "accuracy_delta" in out else "FAILED"
+    if not ok:
+        out["tail"] = text.splitlines()[-15:]
+    return out
+
+
 def fmt(x):
     return "-" if x is None else ("%.2f" % x if isinstance(x, float) else str(x))
 
@@ -168,11 +222,13 @@ def main():
     a = argparse.ArgumentParser()
     a.add_argument("--repeat", type=int, default=10)
     a.add_argument("--churn-repeat", type=int, default=None)
-    a.add_argument("--scenarios", default="kill,root,two,stop,churn")
+    a.add_argument("--train-repeat", type=int, default=None)
+    a.add_argument("--scenarios", default="kill,root,two,stop,churn,train")
     a.add_argument("--tls", default="tcp")
     a.add_argument("--link", default="")
     a.add_argument("--churn-every", type=float, default=5.0)
     a.add_argument("--churn-seconds", type=float, default=60.0)
+    a.add_argument("--train-images", type=int, default=12800, help="train: images of the one epoch (batch 64)")
     a.add_argument("--gradwire", default=os.path.join(ROOT, "build/bin/gradwire"))
     a.add_argument("--rank", default=os.path.join(ROOT, "build/bin/elastic_rank"))
     args = a.parse_args()
@@ -183,10 +239,23 @@ def main():
                                                 " on loopback", load[0]))
     print("| scenario | runs | ok | kill → survivors' next step (s) | steps undone | kill → rejoined (s) | outcomes |")
     print("|---|---|---|---|---|---|---|")
-    failures = []
+    failures, train_notes = [], []
     for name in args.scenarios.split(","):
         n = args.churn_repeat if name == "churn" and args.churn_repeat else args.repeat
-        rows = [scenario(args, name) for _ in range(n)]
+        if name == "train" and args.train_repeat:
+            n = args.train_repeat
+        if name == "train":
+            code, baseline, members, text = train_run(args, None)
+            if baseline is None:
+                print("\nFAILED the unfailed train run: %s" % text.splitlines()[-15:], file=sys.stderr)
+            rows = [train_scenario(args, baseline) for _ in range(n)]
+            deltas = [r["accuracy_delta"] for r in rows if r.get("accuracy_delta") is not None]
+            if deltas:
+                train_notes.append("train: final accuracy of the unfailed run %.4f; with a kill %+.2f to %+.2f points "
+                                   "(mean %+.2f) over %d runs" % (baseline, min(deltas), max(deltas),
+                                                                  sum(deltas) / len(deltas), len(deltas)))
+        else:
+            rows = [scenario(args, name) for _ in range(n)]
         ok = sum(r["ok"] for r in rows)
 
         def span(key):
@@ -201,6 +270,8 @@ def main():
                                                       outcomes))
         failures += [(name, r) for r in rows if not r["ok"]]
         sys.stdout.flush()
+    for note in train_notes:
+        print("\n" + note)
     print("\nmachine load average %.1f at the end" % os.getloadavg()[0])
     for name, r in failures:
         print("\nFAILED %s: %s" % (name, r), file=sys.stderr)

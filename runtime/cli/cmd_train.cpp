@@ -59,6 +59,17 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "Emulate slow storage: reading the training set takes at least bytes / (this many MB/s); the "
                   "time the real read did not take is slept (docs/cache.md, benchmark C1); 0: off")
       ->check(CLI::Range(0.0, 100000.0))->capture_default_str();
+  cmd->add_option("--elastic", o->elastic,
+                  "Elastic membership (docs/elastic.md): [elastic] enabled on every rank, and a rank that fails is "
+                  "started again to join the running job, at most this many times in all (gradwire run "
+                  "--elastic=N); the others continue meanwhile on re-sharded batches. 0: off")
+      ->check(CLI::Range(0, 1000))->capture_default_str();
+  cmd->add_option("--kill-rank", o->kill_rank,
+                  "Fault injection: the rank that SIGKILLs itself just before it synchronizes step --kill-step "
+                  "(with --elastic: the others continue, it is started again and joins; benchmark F1); -1: none")
+      ->capture_default_str();
+  cmd->add_option("--kill-step", o->kill_step, "The step (counted from 0) at which --kill-rank is killed")
+      ->capture_default_str();
   cmd->add_option("--worker", o->worker, "Internal: run as one rank of configuration NAME")->group("");
   cmd->footer("Example: gradwire train --ranks 4 --epochs 5 --configs none --out train-out");
   cmd->callback([o, &exit_code] {

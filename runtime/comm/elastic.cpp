@@ -37,6 +37,9 @@ gw_status relay_allgather(void* user, const void* in, uint64_t bytes, void* out)
 }
 
 // The contact belongs to the current rank 0 (the process that is rank 0 of the current membership).
+// `gradwire run --elastic` holds the port for the whole job, so binding it fails only where nothing
+// reserved it (GW_ELASTIC_PORT set by hand) and another socket took it: rank 0 tries again at every step
+// boundary (announce_joiners) and warns once.
 void hold_contact(Membership& m, const Runtime& runtime, uint32_t rank) {
   if (m.contact_port <= 0 || rank != 0) {
     m.contact.reset();
@@ -45,8 +48,13 @@ void hold_contact(Membership& m, const Runtime& runtime, uint32_t rank) {
   if (m.contact) return;
   try {
     m.contact = std::make_unique<bootstrap::MembershipListener>(m.contact_host, m.contact_port, true);
+    if (m.contact_lost) runtime.logger().warn("elastic", "listening for joiners at " + m.contact->address() + " again");
+    m.contact_lost = false;
   } catch (const Error& e) {
-    runtime.logger().warn("elastic", std::string(e.what()) + "; no process can join this job until it can");
+    if (!m.contact_lost)
+      runtime.logger().warn("elastic", std::string(e.what()) +
+                                           "; no process can join this job until it can (tried again at every step)");
+    m.contact_lost = true;
   }
 }
 
@@ -118,10 +126,11 @@ std::unique_ptr<Communicator> join_running_job(const Runtime& runtime, const gw_
   return fresh;
 }
 
-uint64_t announce_joiners(gw_comm& handle, std::vector<bootstrap::Joiner>* joiners) {
+uint64_t announce_joiners(gw_comm& handle, const Runtime& runtime, std::vector<bootstrap::Joiner>* joiners) {
   Membership& m = *handle.elastic;
   if (m.contact_port <= 0) return 0;
   Communicator& comm = *handle.impl;
+  hold_contact(m, runtime, comm.rank());  // again, where it failed before
   if (comm.rank() == 0 && m.contact) *joiners = bootstrap::accept_joiners(*m.contact);
   return broadcast_u64(comm, joiners->size(), "elastic: announcing joiners");
 }

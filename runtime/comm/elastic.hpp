@@ -25,6 +25,7 @@ struct Membership {
   std::string contact_host;
   int contact_port = -1;
   std::unique_ptr<bootstrap::MembershipListener> contact;
+  bool contact_lost = false;  // rank 0 could not listen at the contact (warned once; tried again every step)
   bool joined = false;       // this process was admitted by joining: its synchronizer receives the state
   uint64_t joined_steps = 0; // the members' completed steps when it was admitted
   std::vector<std::string> addresses;  // every member's listener, by current rank
@@ -45,7 +46,7 @@ std::unique_ptr<Communicator> join_running_job(const Runtime& runtime, const gw_
 
 // At a step boundary of every member: rank 0 takes the join requests waiting at the contact (into
 // *joiners) and tells the others how many (a broadcast). Returns that number.
-uint64_t announce_joiners(gw_comm& handle, std::vector<bootstrap::Joiner>* joiners);
+uint64_t announce_joiners(gw_comm& handle, const Runtime& runtime, std::vector<bootstrap::Joiner>* joiners);
 
 // After creation, in elastic mode: opens this rank's listener and gathers every member's address over
 // the communicator (collective).

@@ -6,6 +6,9 @@
 // VICTIMS (comma-separated) a second thread injects FAULT (kill: SIGKILL, stop: SIGSTOP; none) FAULT_DELAY_MS
 // (default 20) after the main thread entered step FAULT_AT (default 3). ELASTIC_STEP_SLEEP_MS (default 0)
 // before every step (before the fault's delay starts) keeps the loop running longer. TAG only marks the processes.
+// On rank ELASTIC_SQUAT_CONTACT (when set) a socket tries to take the join contact's port (GW_ELASTIC_PORT)
+// before the communicator exists, as another job's launcher or rendezvous root could: bound without
+// SO_REUSEADDR on every interface, and listening there for the rest of the process when that worked.
 //
 // What it prints (elastic_test.cpp parses it):
 //   "FAULT <fault> pid <pid> at <wall seconds>"                      a victim, just before the fault
@@ -16,9 +19,12 @@
 //   "RESUMED at <wall seconds> steps <s>"                            the first step completed after a change
 //   "EXPECTED-ERROR <status> at <wall seconds> step <s>: <message>"   a step that failed: the loop ends
 //   "JOINED epoch <e> rank <r> size <n> steps <s> at <wall seconds>"  a restarted process was admitted
+//   "SQUAT took <port>" / "SQUAT refused <port>"                      ELASTIC_SQUAT_CONTACT: the port was free / held
 //   "DONE steps <s> rank <r> size <n> epoch <e> hash <hex>"           after STEPS completed steps
 //   "DESTROYED <status>"                                              after gw_sync/gw_comm/gw_runtime destroy
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,6 +48,20 @@ uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = 1469598103934665603u
   return h;
 }
 
+// ELASTIC_SQUAT_CONTACT: binds GW_ELASTIC_PORT as a socket of another program would (no SO_REUSEADDR, every
+// interface) and listens there; the descriptor stays open until the process exits. Says whether it could.
+void squat_contact() {
+  const int port = std::atoi(env_or("GW_ELASTIC_PORT", "0").c_str());
+  if (port <= 0) die("ELASTIC_SQUAT_CONTACT needs GW_ELASTIC_PORT (gradwire run --elastic)");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  a.sin_port = htons(uint16_t(port));
+  const bool took = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && listen(fd, 4) == 0;
+  say(std::string("SQUAT ") + (took ? "took " : "refused ") + std::to_string(port));
+}
+
 std::set<int> parse_list(const std::string& s) {
   std::set<int> out;
   std::stringstream in(s);
@@ -63,6 +83,9 @@ int main(int argc, char** argv) {
   const int delay_ms = std::atoi(env_or("FAULT_DELAY_MS", "20").c_str());
   const int step_sleep_ms = std::atoi(env_or("ELASTIC_STEP_SLEEP_MS", "0").c_str());
   const bool victim = fault != "none" && victims.count(g_rank) > 0;
+  if (const std::string squat = env_or("ELASTIC_SQUAT_CONTACT", ""); !squat.empty() && std::atoi(squat.c_str()) == g_rank &&
+      env_or("GW_ELASTIC_JOIN", "") != "1")
+    squat_contact();
 
   gw_runtime* rt = make_runtime("[codec]\nname = \"int8\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n"
                                 "[elastic]\nenabled = true\nmin_ranks = " + env_or("ELASTIC_MIN_RANKS", "1") + "\n");

@@ -156,6 +156,14 @@ TEST_P(Comm, MismatchedOpIsAnErrorOnEveryRank) {
 TEST_P(Comm, MismatchedCollectiveIsAnErrorOnEveryRank) {
   expect_error_on(run(GetParam(), 3, "mismatch-collective"), all_ranks(3), "GW_ERR_MISMATCH", "collective: ");
 }
+// Inside gw_sync_step: the last rank's buckets go dense ([codec] none), the others' through int8, at the
+// same collective numbers. Every rank returns the mismatch naming both calls; in elastic mode too.
+TEST_P(Comm, SynchronizersCallingDifferentCollectivesGetAMismatchOnEveryRank) {
+  expect_error_on(run(GetParam(), 3, "mismatch-sync"), all_ranks(3), "GW_ERR_MISMATCH", "ranks disagree");
+}
+TEST_P(Comm, SynchronizersCallingDifferentCollectivesGetAMismatchInElasticModeToo) {
+  expect_error_on(run(GetParam(), 3, "mismatch-sync-elastic"), all_ranks(3), "GW_ERR_MISMATCH", "ranks disagree");
+}
 TEST_P(Comm, MismatchedCountOnTheRingIsAnErrorOnEveryRank) {
   expect_error_on(run(GetParam(), 5, "mismatch-count", "MP_RING_THRESHOLD=0"), all_ranks(5), "GW_ERR_MISMATCH", "count: ");
 }

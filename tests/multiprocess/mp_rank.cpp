@@ -304,6 +304,40 @@ void case_mismatch(gw_comm* comm, const std::string& what) {
   expect_error(st, GW_ERR_MISMATCH, ("mismatch " + what).c_str());
 }
 
+// Ranks whose synchronizers call different collectives at the same collective numbers inside
+// gw_sync_step: the last rank's [codec] is "none" (a dense allreduce per bucket), the others' int8 (a
+// compressed one); the registrations agree, so gw_sync_finalize passes. Every rank must return
+// GW_ERR_MISMATCH naming both calls, also in elastic mode (a mismatch is no membership change).
+void case_mismatch_sync(gw_comm* comm) {
+  gw_sync_options o = GW_SYNC_OPTIONS_INIT;
+  // The synchronizer's own runtime: the communicator's must be alike on every rank (gw_comm_create compares).
+  const std::string text = std::string("[codec]\nname = \"") + (g_rank == g_size - 1 ? "none" : "int8") +
+                           "\"\n[schedule]\nname = \"every_step\"\n";
+  gw_runtime_options ro = GW_RUNTIME_OPTIONS_INIT;
+  ro.config_text = text.c_str();
+  gw_runtime* rt = nullptr;
+  check(gw_runtime_create(&ro, &rt), "gw_runtime_create for the synchronizer");
+  o.runtime = rt;
+  gw_sync* sync = nullptr;
+  check(gw_sync_create(comm, &o, &sync), "gw_sync_create");
+  const uint64_t counts[2] = {uint64_t(1) << 18, 1000};
+  std::vector<float> grads[2], params[2];
+  for (int t = 0; t < 2; ++t) {
+    grads[t].assign(counts[t], 0.25f * float(g_rank + 1));
+    params[t].assign(counts[t], 1.0f);
+    gw_tensor g = tensor(GW_DTYPE_F32, grads[t].data(), counts[t]), p = tensor(GW_DTYPE_F32, params[t].data(), counts[t]);
+    check(gw_sync_register(sync, t == 0 ? "w" : "b", &g, &p), "gw_sync_register");
+  }
+  check(gw_sync_finalize(sync), "gw_sync_finalize");
+  for (int step = 0; step < 3; ++step) {
+    uint32_t flags = 0;
+    const gw_status st = gw_sync_step(sync, &flags);
+    if (st == GW_OK) continue;
+    expect_error(st, GW_ERR_MISMATCH, "gw_sync_step with another codec on the last rank");
+  }
+  die("gw_sync_step with another codec on the last rank succeeded 3 times");
+}
+
 // Rank 0 reaches the first allreduce MP_LATE_S seconds late: the others pass their deadline, send it
 // stuck notices and wait the grace period, in which rank 0 arrives. The stuck notices must not fail rank
 // 0, and its notice receives must still work: the mismatch that follows reaches it only as a failure
@@ -501,6 +535,8 @@ int main(int argc, char** argv) {
   std::string config = "[runtime]\ntimeout_s = " + std::string(std::getenv("MP_TIMEOUT_S") ? std::getenv("MP_TIMEOUT_S") : "60") + "\n";
   if (c == "mismatch-config" && g_rank == g_size - 1) config += "[collectives]\nring_threshold_bytes = 4096\n";
   else if (const char* t = std::getenv("MP_RING_THRESHOLD")) config += std::string("[collectives]\nring_threshold_bytes = ") + t + "\n";
+  if (c.rfind("mismatch-sync", 0) == 0)
+    config += c == "mismatch-sync-elastic" ? "[elastic]\nenabled = true\n" : "";
   std::vector<const char*> paths;
   std::string extra_path;
   if (c == "mismatch-version") {
@@ -539,6 +575,7 @@ int main(int argc, char** argv) {
   else if (c == "collectives-sum-max") case_collectives(comm, parse_sizes(argc > 2 ? argv[2] : "1048579"), false);
   else if (c == "large") case_large(comm, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64ull << 20);
   else if (c == "many") case_many(comm);
+  else if (c.rfind("mismatch-sync", 0) == 0) case_mismatch_sync(comm);
   else if (c.rfind("mismatch-", 0) == 0) case_mismatch(comm, c.substr(9));
   else if (c == "late-rank") case_late_rank(comm);
   else if (c == "allgather-callback") {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
@@ -18,8 +20,9 @@ struct Output {
   std::string text;
 };
 
-Output run(const std::string& args) {
-  const std::string cmd = std::string(GW_CLI) + " train " + args + " 2>&1";
+// `gradwire train ARGS`, with `env` (VAR=value ...) before it.
+Output run(const std::string& args, const std::string& env = "") {
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(GW_CLI) + " train " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string text;
   char buf[4096];
@@ -143,6 +146,51 @@ TEST(TrainCommand, CompressedThroughTheSynchronizer) {
   EXPECT_NE(j.at("buckets").get<std::string>().find("topk"), std::string::npos) << j.at("buckets");
   const auto table = r.text.substr(r.text.find("config"));
   EXPECT_NE(table.find("topk-ef"), std::string::npos) << table;
+  fs::remove_all(d);
+}
+
+// --elastic (docs/elastic.md): rank 2 of 4 SIGKILLs itself before it synchronizes step 5; the 3 others
+// agree on a new membership and continue on re-sharded batches, `gradwire run --elastic=1` starts the
+// killed rank again, it joins at a step boundary and receives the parameters and the optimizer state, and
+// all 4 end at the last step with the same parameters; the run completes and learns.
+TEST(TrainCommand, ElasticRunSurvivesAKilledRankThatRejoins) {
+  const TempDir d("elastic");
+  const fs::path toml = d / "fast.toml";
+  std::ofstream(toml) << "[runtime]\ntimeout_s = 5\n";  // a failure is seen within seconds over TCP
+  const auto r = run("--ranks 4 --epochs 1 --batch 64 --hidden 256 --train-images 12800 --test-images 1000 "
+                     "--evals-per-epoch 2 --configs int8 --elastic 1 --kill-rank 2 --kill-step 5 --config " +
+                         toml.string() + " --out " + d.string(),
+                     "UCX_TLS=tcp");
+  ASSERT_EQ(r.status, 0) << r.text;
+  EXPECT_NE(r.text.find("rank 2 kills itself at step 5"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("membership epoch 1"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("joined the job"), std::string::npos) << r.text;
+  // Every member's last line: "[r] int8       elastic: rank R of N ended at step S with parameters fnv1a H".
+  std::set<unsigned> ranks;
+  std::set<std::string> hashes;
+  std::istringstream lines(r.text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find("elastic: rank ");
+    if (at == std::string::npos) continue;
+    unsigned rank = 0, size = 0;
+    unsigned long long step = 0;
+    char hash[32] = {0};
+    ASSERT_EQ(std::sscanf(line.c_str() + at, "elastic: rank %u of %u ended at step %llu with parameters fnv1a %31s", &rank,
+                          &size, &step, hash),
+              4)
+        << line;
+    EXPECT_EQ(size, 4u) << line;
+    EXPECT_EQ(step, 200u) << line;
+    ranks.insert(rank);
+    hashes.insert(hash);
+  }
+  EXPECT_EQ(ranks, (std::set<unsigned>{0, 1, 2, 3})) << r.text;
+  EXPECT_EQ(hashes.size(), 1u) << "the members' parameters differ:\n" << r.text;
+  std::ifstream in(d / "int8.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("ranks"), 4);
+  EXPECT_EQ(j.at("sync").at("steps").get<int>(), 200);
+  EXPECT_GE(j.at("curve").back().at("test_accuracy").get<double>(), 0.6) << r.text;
   fs::remove_all(d);
 }
 

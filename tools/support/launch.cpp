@@ -13,10 +13,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -115,22 +117,42 @@ void signal_all(std::vector<Rank>& ranks, int sig) {
 
 }  // namespace
 
-// A port above `after` nobody listens on now (the join contact of --elastic).
-int free_port_above(int after) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  for (int port = after + 1; fd >= 0 && port < 65000; ++port) {
+// The port of the join contact of --elastic, held for the whole job. The kernel chooses it (bind to port
+// 0), and this socket stays bound to it, SO_REUSEADDR and never listening, until the launcher exits: no
+// other process can bind it meanwhile (another job's launcher, a rendezvous root, any socket without
+// SO_REUSEADDR), no outgoing connection gets it as its local port (the kernel skips bound ports), and the
+// process that is rank 0, whichever it is, can listen at it (SO_REUSEADDR on both sockets, this one not
+// listening). Choosing a port that is free now and releasing it would leave it to anyone until rank 0
+// binds it, and again between the death of a rank 0 and its successor's bind (docs/elastic.md).
+class ContactPort {
+ public:
+  ContactPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: socket for the elastic join contact: ") + std::strerror(errno));
+    const int one = 1;
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = htons(uint16_t(port));
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-      close(fd);
-      return port;
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    if (setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      const std::string why = std::strerror(errno);
+      close(fd_);
+      throw Failure(GW_ERR_INTERNAL, "run: cannot reserve a port for the elastic join contact: " + why);
     }
+    port_ = ntohs(a.sin_port);
   }
-  if (fd >= 0) close(fd);
-  throw Failure(GW_ERR_INTERNAL, "run: no free port for the elastic join contact");
-}
+  ~ContactPort() { close(fd_); }
+  ContactPort(const ContactPort&) = delete;
+  ContactPort& operator=(const ContactPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
 
 int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bool keep_going, const std::string& link,
               int per_node, int restarts) {
@@ -148,9 +170,11 @@ int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bo
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(sig, &sa, nullptr);
 
   Env extra;
+  std::optional<ContactPort> contact;  // held until every rank is gone
   if (restarts > 0) {
     keep_going = true;
-    extra.push_back({"GW_ELASTIC_PORT", std::to_string(free_port_above(port))});
+    contact.emplace();
+    extra.push_back({"GW_ELASTIC_PORT", std::to_string(contact->port())});
   }
   std::vector<Rank> ranks(n);
   auto launch = [&](int r, const Env& env) {

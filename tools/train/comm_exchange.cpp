@@ -1,6 +1,7 @@
 #include "comm_exchange.hpp"
 
 #include <cstdlib>
+#include <string>
 
 namespace gwtrain {
 namespace {
@@ -19,8 +20,13 @@ gw_tensor f32(float* data, size_t count) {
 
 }  // namespace
 
-CommExchange::CommExchange(gw_runtime* runtime, bool eval_comm) : runtime_(runtime) {
+CommExchange::CommExchange(gw_runtime* runtime, bool eval_comm, bool elastic) : runtime_(runtime), elastic_(elastic) {
   gw_comm_options options = GW_COMM_OPTIONS_INIT;
+  // A process `gradwire run --elastic` started again (GW_ELASTIC_JOIN=1) joins the running job here.
+  const char* join = std::getenv("GW_ELASTIC_JOIN");
+  joined_ = elastic && join && std::string(join) == "1";
+  if (eval_comm && elastic)
+    throw GwError(GW_ERR_UNSUPPORTED, "elastic mode does not work with a second (evaluation) communicator");
   check(gw_comm_create(runtime, &options, &comm_), "cannot join the other ranks (gw_comm_create)");
   if (eval_comm) {
     // The second communicator of this process meets on the same launcher variables (docs/bootstrap.md:
@@ -56,12 +62,19 @@ void CommExchange::attach(std::span<float> parameters, std::span<float> gradient
   }
   check(gw_sync_finalize(sync_), "gw_sync_finalize");
   gradient_bytes_ = gradients.size_bytes();
+  start_step_ = stats().steps;  // a joiner: the members' step (its finalize received their state)
 }
 
 bool CommExchange::synchronize() {
   if (!sync_) throw GwError(GW_ERR_STATE, "synchronize before attach");
   uint32_t flags = 0;
-  check(gw_sync_step(sync_, &flags), "gw_sync_step");
+  changed_.reset();
+  const gw_status st = gw_sync_step(sync_, &flags);
+  if (st == GW_MEMBERSHIP_CHANGED) {  // the step was discarded: continue from the agreed one
+    changed_ = stats().steps;
+    return false;
+  }
+  check(st, "gw_sync_step");
   raw_bytes_ += ring_allreduce_bytes(gradient_bytes_, size());
   return (flags & GW_SYNC_APPLY) != 0;
 }
@@ -86,6 +99,11 @@ std::string CommExchange::describe_buckets() const {
            std::to_string(info.count) + " f32)";
   }
   return out;
+}
+
+void CommExchange::share_state(std::span<float> state) {
+  gw_tensor t = f32(state.data(), state.size());
+  check(gw_broadcast(comm_, &t, 0), "sharing the optimizer state (gw_broadcast)");
 }
 
 void CommExchange::sum(std::span<double> values) {

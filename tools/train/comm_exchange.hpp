@@ -25,7 +25,9 @@ class CommExchange final : public Exchange {
   // synchronizer reads codec, error feedback, buckets, rules and schedule from `runtime`'s configuration.
   // With `eval_comm` the evaluation counters get a communicator of their own (a schedule that exchanges
   // in the background drives the synchronizer's communicator between steps).
-  explicit CommExchange(gw_runtime* runtime, bool eval_comm = false);
+  // `elastic`: the runtime has [elastic] enabled (docs/elastic.md): synchronize() reports membership
+  // changes, and a process started with GW_ELASTIC_JOIN=1 joins the running job.
+  explicit CommExchange(gw_runtime* runtime, bool eval_comm = false, bool elastic = false);
   ~CommExchange() override;
   CommExchange(const CommExchange&) = delete;
   CommExchange& operator=(const CommExchange&) = delete;
@@ -39,6 +41,11 @@ class CommExchange final : public Exchange {
   void sum(std::span<double> values) override;
   uint64_t bytes_sent() const override;
   uint64_t raw_bytes() const override { return raw_bytes_; }
+  bool elastic() const override { return elastic_; }
+  std::optional<uint64_t> membership_changed() const override { return changed_; }
+  uint64_t start_step() const override { return start_step_; }
+  bool joined() const override { return joined_; }
+  void share_state(std::span<float> state) override;
 
   // The synchronizer's accounting over all buckets (zeros before attach).
   gw_sync_stats stats() const;
@@ -55,6 +62,10 @@ class CommExchange final : public Exchange {
   gw_comm* eval_comm_ = nullptr;
   uint64_t gradient_bytes_ = 0;
   uint64_t raw_bytes_ = 0;
+  bool elastic_ = false;
+  bool joined_ = false;
+  uint64_t start_step_ = 0;
+  std::optional<uint64_t> changed_;
 };
 
 }  // namespace gwtrain

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -39,6 +40,20 @@ class Exchange {
   // gradients at every step would have sent by now (the baseline of the compression ratio).
   virtual uint64_t bytes_sent() const = 0;
   virtual uint64_t raw_bytes() const = 0;
+
+  // Elastic membership (docs/elastic.md), where the exchange supports it:
+  // whether a failure or a joiner may change the membership during synchronize().
+  virtual bool elastic() const { return false; }
+  // After synchronize(): the step to continue from when the membership changed during it (the step was
+  // discarded, the parameters are those at the start of that step, rank() and size() may differ); the
+  // trainer puts its optimizer state back to that step, shares it (share_state) and computes the step again.
+  virtual std::optional<uint64_t> membership_changed() const { return std::nullopt; }
+  // The step this rank starts at: 0, or for a process that joined a running job the members' step (it
+  // then calls share_state once before its first step, as the members do after the change).
+  virtual uint64_t start_step() const { return 0; }
+  virtual bool joined() const { return false; }
+  // Makes `state` (the optimizer's momentum) rank 0's on every rank. Collective.
+  virtual void share_state(std::span<float>) {}
 };
 
 // One rank: nothing to exchange.

@@ -70,6 +70,8 @@ class Sgd {
  public:
   Sgd(size_t count, float momentum) : velocity_(count, 0.0f), momentum_(momentum) {}
   void step(std::span<float> params, std::span<const float> grads, float lr);
+  // The momentum buffer (elastic training puts it back to an earlier step and shares it with joiners).
+  std::span<float> velocity() { return velocity_; }
 
  private:
   std::vector<float> velocity_;

@@ -1,8 +1,13 @@
 #include "trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -80,8 +85,9 @@ Normalization normalization_of(const Split& train) {
 
 TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange,
                   const std::function<void(const CurvePoint&)>& on_point) {
-  const uint32_t ranks = exchange.size(), rank = exchange.rank();
-  if (o.batch == 0 || o.batch % ranks != 0)
+  // Elastic mode: the membership may change to any size; the shards are unequal where it does not divide.
+  const uint32_t ranks = exchange.size();
+  if (o.batch < ranks || (!exchange.elastic() && o.batch % ranks != 0))
     throw std::invalid_argument("the global batch (" + std::to_string(o.batch) + ") must be a positive multiple of the " +
                                 std::to_string(ranks) + " ranks, so every rank takes an equal shard");
   if (o.epochs == 0) throw std::invalid_argument("--epochs must be at least 1");
@@ -93,7 +99,6 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
     throw std::invalid_argument("the global batch (" + std::to_string(o.batch) + ") is larger than the " +
                                 std::to_string(n_train) + " training images");
   const uint64_t total_steps = uint64_t(steps_per_epoch) * o.epochs;
-  const uint32_t shard = o.batch / ranks;
   const uint32_t evals = std::max(1u, std::min(o.evals_per_epoch, steps_per_epoch));
 
   std::vector<uint32_t> sizes{data.train.pixels()};
@@ -124,61 +129,122 @@ TrainResult train(const Dataset& data, const TrainOptions& o, Exchange& exchange
     return result;
   }
 
-  // This rank's share of the test set, evaluated in chunks.
-  const uint32_t test_begin = uint32_t(uint64_t(n_test) * exchange.eval_rank() / exchange.eval_ranks());
-  const uint32_t test_end = uint32_t(uint64_t(n_test) * (exchange.eval_rank() + 1) / exchange.eval_ranks());
-  std::vector<uint32_t> test_indices(test_end - test_begin);
-  std::iota(test_indices.begin(), test_indices.end(), test_begin);
+  // This rank's share of the test set, evaluated in chunks (again after a membership change).
+  std::vector<uint32_t> test_indices;
+  auto share_test_set = [&] {
+    const uint32_t test_begin = uint32_t(uint64_t(n_test) * exchange.eval_rank() / exchange.eval_ranks());
+    const uint32_t test_end = uint32_t(uint64_t(n_test) * (exchange.eval_rank() + 1) / exchange.eval_ranks());
+    test_indices.resize(test_end - test_begin);
+    std::iota(test_indices.begin(), test_indices.end(), test_begin);
+  };
+  share_test_set();
+
+  // Elastic mode: the momentum at the start of the last two steps, to put back the one of the step the
+  // members continue from after a change (the synchronizer puts back the parameters).
+  std::vector<std::pair<uint64_t, std::vector<float>>> velocity_at;
+  const bool elastic = exchange.elastic();
+  uint64_t step = exchange.start_step();
+  const uint32_t start_rank = exchange.rank();  // --kill-rank names the rank a process started as
+  if (exchange.joined()) exchange.share_state(sgd.velocity());  // as the members do after admitting it
 
   double loss_since = 0, train_seconds = 0;
   uint32_t steps_since = 0;
-  uint64_t step = 0;
-  for (uint32_t epoch = 0; epoch < o.epochs; ++epoch) {
-    const std::vector<uint32_t> order = permutation(n_train, o.seed, epoch);
-    auto started = Clock::now();
-    for (uint32_t s = 0; s < steps_per_epoch; ++s, ++step) {
-      const auto compute_start = Clock::now();
-      const uint32_t* batch = order.data() + size_t(s) * o.batch + size_t(rank) * shard;
-      if (o.fetch_train) {
-        const uint32_t* next = s + 1 < steps_per_epoch ? batch + o.batch : nullptr;
-        o.fetch_train(batch, next, shard, fetched, labels);
-        scale_batch(fetched.data(), data.train.pixels(), shard, norm, x);
-      } else {
-        fill_batch(data.train, norm, batch, shard, x, labels);
-      }
-      loss_since += model.compute_gradients(x, labels.data());
-      ++steps_since;
-      if (int64_t(rank) == o.slow_rank && o.slow_factor > 1.0f)
-        std::this_thread::sleep_for((Clock::now() - compute_start) * double(o.slow_factor - 1.0f));
-      const double progress = double(step) / double(total_steps);
-      const float lr = float(0.5 * o.lr * (1.0 + std::cos(M_PI * progress)));
-      exchange.learning_rate(lr);
-      const bool apply = exchange.synchronize();
-      if (apply) sgd.step(model.parameters(), model.gradients(), lr);
-
-      // `evals` evenly spaced evaluations per epoch, the last one after the epoch's last step.
-      if (uint64_t(s + 1) * evals / steps_per_epoch == uint64_t(s) * evals / steps_per_epoch) continue;
-      if (!exchange.evaluates()) continue;
-      train_seconds += std::chrono::duration<double>(Clock::now() - started).count();
-      // Evaluation: every rank its share of the test set, summed over ranks.
-      double counters[4] = {0, 0, loss_since, double(steps_since)};
-      evaluate_samples(model, data.test, norm, test_indices, x, labels, counters[0], counters[1]);
-      exchange.sum(counters);
-      CurvePoint p;
-      p.step = step + 1;
-      p.epoch = epoch + double(s + 1) / steps_per_epoch;
-      p.seconds = train_seconds;
-      p.bytes = exchange.bytes_sent();
-      p.raw_bytes = exchange.raw_bytes();
-      p.test_accuracy = counters[0] / n_test;
-      p.test_loss = counters[1] / n_test;
-      p.train_loss = counters[2] / counters[3];
-      result.curve.push_back(p);
-      if (on_point) on_point(p);
-      loss_since = 0;
-      steps_since = 0;
+  std::vector<uint32_t> order;
+  uint32_t order_epoch = UINT32_MAX;
+  auto started = Clock::now();
+  while (step < total_steps) {
+    const uint32_t epoch = uint32_t(step / steps_per_epoch), s = uint32_t(step % steps_per_epoch);
+    if (epoch != order_epoch) {
+      order = permutation(n_train, o.seed, epoch);
+      order_epoch = epoch;
       started = Clock::now();
     }
+    // This rank's shard of the global batch: equal shards when the ranks divide it.
+    const uint32_t rank = exchange.rank(), members = exchange.size();
+    const uint32_t first = uint32_t(uint64_t(o.batch) * rank / members);
+    const uint32_t shard = uint32_t(uint64_t(o.batch) * (rank + 1) / members) - first;
+    const auto compute_start = Clock::now();
+    const uint32_t* batch = order.data() + size_t(s) * o.batch + first;
+    if (o.fetch_train) {
+      const uint32_t* next = s + 1 < steps_per_epoch ? batch + o.batch : nullptr;
+      o.fetch_train(batch, next, shard, fetched, labels);
+      scale_batch(fetched.data(), data.train.pixels(), shard, norm, x);
+    } else {
+      fill_batch(data.train, norm, batch, shard, x, labels);
+    }
+    loss_since += model.compute_gradients(x, labels.data());
+    ++steps_since;
+    if (int64_t(rank) == o.slow_rank && o.slow_factor > 1.0f)
+      std::this_thread::sleep_for((Clock::now() - compute_start) * double(o.slow_factor - 1.0f));
+    const double progress = double(step) / double(total_steps);
+    const float lr = float(0.5 * o.lr * (1.0 + std::cos(M_PI * progress)));
+    exchange.learning_rate(lr);
+    if (elastic) {
+      if (velocity_at.size() == 2) velocity_at.erase(velocity_at.begin());
+      const auto v = sgd.velocity();
+      velocity_at.emplace_back(step, std::vector<float>(v.begin(), v.end()));
+    }
+    if (int64_t(step) == o.kill_step && int64_t(start_rank) == o.kill_rank) {
+      std::fprintf(stderr, "gradwire train: rank %u kills itself at step %llu (--kill-rank, --kill-step)\n", start_rank,
+                   static_cast<unsigned long long>(step));
+      std::fflush(stderr);
+      raise(SIGKILL);
+    }
+    const bool apply = exchange.synchronize();
+    if (const std::optional<uint64_t> resume = exchange.membership_changed()) {
+      // The step was discarded: every member continues from step *resume with the same parameters; put
+      // the momentum of that step back and take rank 0's (a joiner has none), then compute it again with
+      // the new rank and size.
+      bool found = false;
+      for (const auto& [at, v] : velocity_at)
+        if (at == *resume) {
+          std::copy(v.begin(), v.end(), sgd.velocity().begin());
+          found = true;
+        }
+      if (!found)
+        throw std::runtime_error("elastic: the members continue from step " + std::to_string(*resume) +
+                                 ", and this rank kept no momentum of that step");
+      velocity_at.clear();
+      exchange.share_state(sgd.velocity());
+      step = *resume;
+      share_test_set();
+      continue;
+    }
+    if (apply) sgd.step(model.parameters(), model.gradients(), lr);
+    ++step;
+
+    // `evals` evenly spaced evaluations per epoch, the last one after the epoch's last step.
+    if (uint64_t(s + 1) * evals / steps_per_epoch == uint64_t(s) * evals / steps_per_epoch) continue;
+    if (!exchange.evaluates()) continue;
+    train_seconds += std::chrono::duration<double>(Clock::now() - started).count();
+    // Evaluation: every rank its share of the test set, summed over ranks.
+    double counters[4] = {0, 0, loss_since, double(steps_since)};
+    evaluate_samples(model, data.test, norm, test_indices, x, labels, counters[0], counters[1]);
+    try {
+      exchange.sum(counters);
+    } catch (const std::exception& e) {
+      if (!elastic) throw;
+      // A member failed during the evaluation: this point is lost; the next step's synchronization
+      // finds the failure and the members agree on the new membership there.
+      std::fprintf(stderr, "gradwire train: the evaluation after step %llu failed (%s); continuing without it\n",
+                   static_cast<unsigned long long>(step), e.what());
+      started = Clock::now();
+      continue;
+    }
+    CurvePoint p;
+    p.step = step;
+    p.epoch = epoch + double(s + 1) / steps_per_epoch;
+    p.seconds = train_seconds;
+    p.bytes = exchange.bytes_sent();
+    p.raw_bytes = exchange.raw_bytes();
+    p.test_accuracy = counters[0] / n_test;
+    p.test_loss = counters[1] / n_test;
+    p.train_loss = counters[2] / counters[3];
+    result.curve.push_back(p);
+    if (on_point) on_point(p);
+    loss_since = 0;
+    steps_since = 0;
+    started = Clock::now();
   }
   const auto params = model.parameters();
   result.parameters.assign(params.begin(), params.end());

@@ -32,7 +32,8 @@ using FetchSamples = std::function<void(const uint32_t* indices, const uint32_t*
 struct TrainOptions {
   std::vector<uint32_t> hidden{256, 128};
   uint32_t epochs = 8;
-  uint32_t batch = 128;        // global batch; each of n ranks takes batch / n samples of it
+  uint32_t batch = 128;        // global batch; each of n ranks takes batch / n samples of it (in elastic
+                               // mode, after a change, rank r of n the samples [batch r / n, batch (r + 1) / n))
   float lr = 0.05f;            // peak learning rate, decayed along a cosine to 0 at the last step
   float momentum = 0.9f;
   uint64_t seed = 1;
@@ -42,6 +43,10 @@ struct TrainOptions {
   // A straggler: the rank (Exchange::rank()) that sleeps (slow_factor - 1) x its compute time per step.
   int64_t slow_rank = -1;
   float slow_factor = 1.0f;
+  // Fault injection (elastic training, docs/elastic.md): the rank that SIGKILLs itself just before it
+  // synchronizes step kill_step (-1: none).
+  int64_t kill_rank = -1;
+  int64_t kill_step = -1;
   // The data cache: the training batches come from fetch_train (Dataset::train then holds the sizes
   // only) and the images are scaled by `normalization` (computed over the whole training set).
   FetchSamples fetch_train;

@@ -46,8 +46,8 @@ inline constexpr const char* kDefaultConfigurations = "none,fp16,int8,topk-ef,on
 // The configuration called `name`; a Failure listing the known ones otherwise.
 const Configuration& find_configuration(const std::string& name);
 // The user's TOML file (if any) with the configuration's overlay merged over it, as TOML text, and
-// [codec] momentum = `momentum` with momentum_in_sync, else 0.
-std::string configuration_toml(const std::string& user_file, const Configuration& c, float momentum);
+// [codec] momentum = `momentum` with momentum_in_sync, else 0; with `elastic`, [elastic] enabled = true.
+std::string configuration_toml(const std::string& user_file, const Configuration& c, float momentum, bool elastic = false);
 // A runtime from TOML text; a Failure with the runtime's message otherwise.
 RuntimePtr open_runtime_text(const std::string& text);
 
@@ -74,6 +74,9 @@ struct Options {
   bool cache = false;              // the training set in a data cache (gw_cache), each rank loading 1/N
   bool cache_node_shared = false;  // ... with GW_CACHE_NODE_SHARED
   double slow_storage = 0;         // MB/s: reading the training set from storage takes bytes / rate
+  int elastic = 0;                 // > 0: [elastic] enabled, a failed rank restarted at most this many times
+  int kill_rank = -1;              // fault injection: this rank SIGKILLs itself before synchronizing kill_step
+  int64_t kill_step = -1;
 };
 
 // The comma-separated parts of `s`, empty ones dropped.

@@ -87,12 +87,13 @@ const Configuration& find_configuration(const std::string& name) {
   throw Failure(GW_ERR_INVALID_ARGUMENT, "train: unknown configuration '" + name + "' in --configs; known: " + known);
 }
 
-std::string configuration_toml(const std::string& user_file, const Configuration& c, float momentum) {
+std::string configuration_toml(const std::string& user_file, const Configuration& c, float momentum, bool elastic) {
   toml::table merged;
   try {
     if (!user_file.empty()) merged = toml::parse_file(user_file);
     merge(merged, toml::parse(c.overlay));
     merged["codec"].as_table()->insert_or_assign("momentum", c.momentum_in_sync ? double(momentum) : 0.0);
+    if (elastic) merge(merged, toml::parse("[elastic]\nenabled = true\n"));
   } catch (const toml::parse_error& e) {
     throw Failure(GW_ERR_CONFIG, "train: cannot read " + (user_file.empty() ? std::string("the overlay") : user_file) +
                                      ": " + std::string(e.description()));

@@ -24,6 +24,7 @@ int launch(const Options& o, const std::string& name) {
   const uint32_t servers = find_configuration(name).ps_servers;  // extra ranks of a parameter server
   std::vector<std::string> args{self, "run", "-n", std::to_string(o.ranks + int(servers))};
   if (!o.link.empty()) args.insert(args.end(), {"--link", o.link});
+  if (o.elastic > 0) args.push_back("--elastic=" + std::to_string(o.elastic));
   args.insert(args.end(), {"--", self, "train", "--worker", name,
                                 "--epochs", std::to_string(o.epochs), "--batch", std::to_string(o.batch),
                                 "--lr", std::to_string(o.lr), "--momentum", std::to_string(o.momentum),
@@ -38,6 +39,9 @@ int launch(const Options& o, const std::string& name) {
   if (o.cache) args.push_back("--cache");
   if (o.cache_node_shared) args.push_back("--cache-node-shared");
   if (o.slow_storage > 0) args.insert(args.end(), {"--slow-storage", std::to_string(o.slow_storage)});
+  if (o.elastic > 0) args.insert(args.end(), {"--elastic", std::to_string(o.elastic)});
+  if (o.kill_rank >= 0)
+    args.insert(args.end(), {"--kill-rank", std::to_string(o.kill_rank), "--kill-step", std::to_string(o.kill_step)});
   return run_and_wait(args, SpawnOptions{}, "gradwire train");
 }
 
@@ -52,7 +56,12 @@ void run_driver(const Options& o) {
     if ((o.cache || o.cache_node_shared) && c.ps_servers > 0)
       throw Failure(GW_ERR_INVALID_ARGUMENT, "train: --cache does not work with the parameter-server configuration '" + n +
                                                  "' (its server ranks do not draw batches, and gw_cache_get is collective)");
-    RuntimePtr check_overlay = open_runtime_text(configuration_toml(o.config_file, c, o.momentum));  // codecs and schedules exist
+    if (o.elastic > 0 && (c.ps_servers > 0 || o.cache))
+      throw Failure(GW_ERR_INVALID_ARGUMENT, "train: --elastic works with the configurations of one synchronizer without "
+                                             "--cache, not with '" + n + "'" + (o.cache ? " and --cache" : "") +
+                                             " (a parameter server's ranks and the data cache are fixed sets)");
+    // Codecs and schedules exist.
+    RuntimePtr check_overlay = open_runtime_text(configuration_toml(o.config_file, c, o.momentum, o.elastic > 0));
   }
   if (!o.link.empty()) gwcli::Cluster::check_rate(o.link, "train");
   train_options(o);  // bad option values fail here, before any rank starts

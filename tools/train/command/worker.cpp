@@ -22,6 +22,16 @@ namespace gwcli::train {
 
 using json = nlohmann::json;
 
+namespace {
+
+uint64_t fnv1a(const void* data, size_t bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> parts;
   std::stringstream ss(s);
@@ -95,7 +105,7 @@ void run_worker(const Options& o) {
       std::this_thread::sleep_for(std::chrono::duration<double>(train_bytes / (o.slow_storage * 1e6) - took));
     load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   }
-  const std::string toml_text = configuration_toml(o.config_file, config, o.momentum);
+  const std::string toml_text = configuration_toml(o.config_file, config, o.momentum, o.elastic > 0);
   RuntimePtr runtime = open_runtime_text(toml_text);
   json result;
   try {
@@ -109,7 +119,7 @@ void run_worker(const Options& o) {
       po.momentum = o.momentum;
       ps_exchange = std::make_unique<gwtrain::PsExchange>(runtime.get(), po);
     } else {
-      comm_exchange = std::make_unique<gwtrain::CommExchange>(runtime.get(), o.worker == "async");
+      comm_exchange = std::make_unique<gwtrain::CommExchange>(runtime.get(), o.worker == "async", o.elastic > 0);
     }
     gwtrain::Exchange& exchange = comm_exchange ? static_cast<gwtrain::Exchange&>(*comm_exchange) : *ps_exchange;
     std::unique_ptr<gwtrain::CachedTrainSet> cached;
@@ -125,8 +135,14 @@ void run_worker(const Options& o) {
       data.train.cols = cached->cols();
       load_seconds = cached->create_seconds();
     }
-    const bool leader = exchange.rank() == 0 && exchange.trains();
+    // The rank that reports: rank 0 of the current membership (elastic mode: not always the first one).
+    const auto leader = [&] { return exchange.rank() == 0 && exchange.trains(); };
     gwtrain::TrainOptions options = train_options(o);
+    // A process `gradwire run --elastic` started again joins instead: it does not kill itself again.
+    if (const char* join = std::getenv("GW_ELASTIC_JOIN"); !(join && std::string(join) == "1")) {
+      options.kill_rank = o.kill_rank;
+      options.kill_step = o.kill_step;
+    }
     options.lr *= config.lr_scale;
     if (config.momentum_in_sync) options.momentum = 0.0f;  // the synchronizer's velocity is what arrives
     if (cached) {
@@ -135,13 +151,13 @@ void run_worker(const Options& o) {
       options.normalization = cached->normalization();
     }
     const auto on_point = [&](const gwtrain::CurvePoint& p) {
-      if (!leader) return;
+      if (!leader()) return;
       std::printf("%-10s epoch %5.2f  step %6llu  loss %.4f  test acc %.4f  sent %10s  %7.1f s\n", o.worker.c_str(),
                   p.epoch, static_cast<unsigned long long>(p.step), p.train_loss, p.test_accuracy,
                   human_bytes(double(p.bytes)).c_str(), p.seconds);
       std::fflush(stdout);
     };
-    if (leader) {
+    if (leader()) {
       std::printf("%-10s %s\n", o.worker.c_str(), config.help);
       std::fflush(stdout);
     }
@@ -181,7 +197,13 @@ void run_worker(const Options& o) {
                                 {"evaluated_by", "server"}, {"server", ps_info}};
       std::ofstream(std::filesystem::path(o.out) / (o.worker + ".final.json")) << final_model.dump(1) << "\n";
     }
-    if (!leader) return;
+    if (o.elastic > 0) {  // every member, so that a test or benchmark can compare them
+      std::printf("%-10s elastic: rank %u of %u ended at step %llu with parameters fnv1a %016llx\n", o.worker.c_str(),
+                  exchange.rank(), exchange.size(), static_cast<unsigned long long>(st.steps),
+                  static_cast<unsigned long long>(fnv1a(r.parameters.data(), r.parameters.size() * sizeof(float))));
+      std::fflush(stdout);
+    }
+    if (!leader()) return;
     const char* link = std::getenv("GW_LINK_RATE");
     json curve = json::array();
     for (const auto& p : r.curve)
@@ -192,7 +214,9 @@ void run_worker(const Options& o) {
               {"lr", options.lr}, {"seed", o.seed}, {"hidden", o.hidden}, {"curve", curve},
               {"link", link ? link : "loopback"},
               {"buckets", comm_exchange ? comm_exchange->describe_buckets() : std::string("parameter server")},
-              {"toml", toml_text}, {"ps", ps_info}, {"data", data_info}, {"slow_rank", o.slow_rank}, {"slow_factor", o.slow_factor},
+              {"toml", toml_text}, {"ps", ps_info}, {"data", data_info},
+              {"elastic", {{"restarts", o.elastic}, {"kill_rank", o.kill_rank}, {"kill_step", o.kill_step}}},
+              {"slow_rank", o.slow_rank}, {"slow_factor", o.slow_factor},
               {"sync", {{"raw_bytes", st.raw_bytes}, {"wire_bytes", st.wire_bytes},
                         {"compression_ratio", st.compression_ratio}, {"encode_seconds", st.encode_seconds},
                         {"decode_seconds", st.decode_seconds}, {"transfer_seconds", st.transfer_seconds},
