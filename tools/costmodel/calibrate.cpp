@@ -406,7 +406,7 @@ gw::model::Model calibrate_here(const CalibrateArgs& args) {
     const double link_cpu = m.links.count("tcp") ? m.links["tcp"].cpu : 0;  // this machine's TCP stack drives it
     gw::model::Link l = gw::model::at_nominal_rate(gw::model::Link{alpha, 1 / bytes_per_s, link_cpu}, bytes_per_s,
                                                    m.delivery);
-    l.origin = "not measured: " + l.origin + "; alpha and cpu from this host's tcp link";
+    l.origin = "not measured: " + l.origin + "; alpha and cpu from this host's tcp link (cpu times the factor)";
     m.links[name] = l;
     how += ", " + name + " link " + rate + " (nominal rate)";
     std::cout << "link " << name << ": alpha " << alpha * 1e6 << " us, " << 1e-6 / l.beta << " MB/s (" << l.origin << ")\n";
