@@ -823,7 +823,38 @@ def _after_change(w):
     return steps, w._snapshots.restore(steps)
 
 
-class ElasticDataParallel:
+class _SyncOwner:
+    """What ElasticDataParallel and DiLoCo share: a gw_sync over a communicator of their own, and the
+    runtime when they made it (self.sync, self.comm, self.runtime, self._own_runtime)."""
+
+    @property
+    def membership_epoch(self):
+        """How many times the membership changed (elastic mode); 0 without it."""
+        return self.comm.membership_epoch
+
+    def stats(self):
+        """gw_sync's counters over every bucket: wire_bytes (sent by this rank), syncs, steps, ..."""
+        return self.sync.stats()
+
+    def close(self):
+        """Finishes exchanges in flight and destroys the synchronizer and the communicator."""
+        if self.sync is not None:
+            self.sync.close()
+            self.sync = None
+        if self.comm is not None:
+            self.comm.close()
+            self.comm = None
+        if self._own_runtime and not self.runtime.closed:
+            self.runtime.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ElasticDataParallel(_SyncOwner):
     """Data parallelism that survives ranks failing (and joining), without DDP (docs/elastic.md, "PyTorch"):
     after backward, `step()` averages every parameter's gradient through gradwire's synchronizer in elastic
     mode and runs the optimizer. DDP cannot do this: its reducer and its buffer broadcasts use its
@@ -916,11 +947,6 @@ class ElasticDataParallel:
         if p.is_cuda:
             torch.cuda.current_stream(p.device).synchronize()
 
-    @property
-    def membership_epoch(self):
-        """How many times the membership changed since creation."""
-        return self.comm.membership_epoch
-
     def step(self):
         """Averages the gradients across the members and runs the optimizer's step; returns True.
 
@@ -949,33 +975,12 @@ class ElasticDataParallel:
         self.steps += 1
         return True
 
-    def stats(self):
-        """gw_sync's counters over every bucket: wire_bytes (sent by this rank), syncs, steps, ..."""
-        return self.sync.stats()
-
-    def close(self):
-        """Destroys the synchronizer and the communicator."""
-        if self.sync is not None:
-            self.sync.close()
-            self.sync = None
-        if self.comm is not None:
-            self.comm.close()
-            self.comm = None
-        if self._own_runtime and not self.runtime.closed:
-            self.runtime.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 DILOCO_STATE_VERSION = 1
 _DILOCO_KEYS = ("inner_steps", "fragments", "delay", "outer_lr", "outer_momentum", "nesterov")
 
 
-class DiLoCo:
+class DiLoCo(_SyncOwner):
     """DiLoCo (docs/diloco.md) around a model and its inner optimizer, without DDP: every rank trains its
     own replica with `inner_optimizer`; every `inner_steps` steps gradwire averages each parameter's
     pseudo-gradient (its change since the last outer step) through the configured codec, with error
@@ -1072,11 +1077,6 @@ class DiLoCo:
         self.membership_changed = False
         self._snapshots = _Snapshots(inner_optimizer if snapshot_optimizer else None) if self.elastic else None
 
-    @property
-    def membership_epoch(self):
-        """How many times the membership changed (elastic mode); 0 without it."""
-        return self.comm.membership_epoch
-
     def step(self, closure=None):
         """The inner optimizer's step, then gradwire's: on an outer step the parameters change in place.
         Returns the inner optimizer's result.
@@ -1107,10 +1107,6 @@ class DiLoCo:
             self.outer_steps += 1
         return result
 
-    def stats(self):
-        """gw_sync's counters over every bucket: wire_bytes (sent by this rank), syncs, ..."""
-        return self.sync.stats()
-
     def state_dict(self):
         """The synchronizer's checkpoint (anchors, outer momentum, error-feedback residuals, exchanges in
         flight, the schedule's counters and configuration) and the inner optimizer's state. The model's
@@ -1129,22 +1125,6 @@ class DiLoCo:
         self.steps = int(state["steps"])
         self.outer_steps = int(state["outer_steps"])
 
-    def close(self):
-        """Finishes exchanges in flight and destroys the synchronizer and the communicator."""
-        if self.sync is not None:
-            self.sync.close()
-            self.sync = None
-        if self.comm is not None:
-            self.comm.close()
-            self.comm = None
-        if self._own_runtime and not self.runtime.closed:
-            self.runtime.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 # gradwire.torch.fsdp (FSDP2's reduce-scatter and all-gather through gradwire) lives in torch_fsdp.py, a
