@@ -762,6 +762,33 @@ def _elastic_text(elastic, min_ranks):
     return text
 
 
+def _one_configuration(runtime, config, text, keywords_given, hint):
+    """Whether the configuration came as a Runtime, config=FILE or text=TOML; refuses two ways at once."""
+    given = sum(x is not None for x in (runtime, config, text))
+    if given > 1 or (given and keywords_given):
+        raise _core.InvalidArgumentError("give the configuration one way: a Runtime, config=FILE, text=TOML, or "
+                                         f"keywords ({hint})")
+    return bool(given)
+
+
+def _joining_or_group(what):
+    """Whether this process joins a running job (no process group); else it needs torch's process group."""
+    joining = _joining()
+    if not joining and (not dist.is_available() or not dist.is_initialized()):
+        raise _core.StateError(f"{what} needs an initialized torch.distributed process group "
+                               "(torch.distributed.init_process_group or gradwire.torch.init_process_group)")
+    return joining
+
+
+def _wrapper_text(codec, error_feedback, seed, codec_options, rules, timeout, schedule, bucket_bytes, elastic,
+                  min_ranks):
+    """The TOML of a wrapper configured by keywords: codec, its schedule's text, bucket size, elastic mode."""
+    text = _config_text(codec or "none", error_feedback, seed, codec_options, rules, timeout) + schedule
+    if bucket_bytes is not None:
+        text += f"[bucket]\nbytes = {int(bucket_bytes)}\n"
+    return text + _elastic_text(elastic, min_ranks)
+
+
 def _make_comm(runtime, process_group, timeout, what, elastic, joining):
     """The wrapper's communicator: over torch's store (allgather_over) for a member of the process group; for
     a process that joins a running elastic job, through gradwire's join contact (torch's process group is
@@ -882,21 +909,14 @@ class ElasticDataParallel(_SyncOwner):
     def __init__(self, model, optimizer, runtime=None, *, config=None, text=None, codec=None, error_feedback=None,
                  seed=None, rules=None, min_ranks=None, bucket_bytes=None, process_group=None, timeout=None,
                  snapshot_optimizer=True, **codec_options):
-        given = sum(x is not None for x in (runtime, config, text))
-        if given > 1 or (given and (codec is not None or codec_options or bucket_bytes or rules or seed is not None
-                                    or error_feedback is not None or min_ranks is not None)):
-            raise _core.InvalidArgumentError("give the configuration one way: a Runtime, config=FILE, text=TOML, or "
-                                             "keywords (codec=, error_feedback=, min_ranks=, ...)")
-        joining = _joining()
-        if not joining and (not dist.is_available() or not dist.is_initialized()):
-            raise _core.StateError("gradwire.torch.ElasticDataParallel needs an initialized torch.distributed process "
-                                   "group (torch.distributed.init_process_group or gradwire.torch.init_process_group)")
+        given = _one_configuration(runtime, config, text,
+                                   codec is not None or codec_options or bucket_bytes or rules or seed is not None
+                                   or error_feedback is not None or min_ranks is not None,
+                                   "codec=, error_feedback=, min_ranks=, ...")
+        joining = _joining_or_group("gradwire.torch.ElasticDataParallel")
         if not given:
-            text = _config_text(codec or "none", error_feedback, seed, codec_options, rules, timeout)
-            text += '[schedule]\nname = "every_step"\n'
-            if bucket_bytes is not None:
-                text += f"[bucket]\nbytes = {int(bucket_bytes)}\n"
-            text += _elastic_text(True, min_ranks)
+            text = _wrapper_text(codec, error_feedback, seed, codec_options, rules, timeout,
+                                 '[schedule]\nname = "every_step"\n', bucket_bytes, True, min_ranks)
         self._own_runtime = runtime is None
         self.runtime = runtime if runtime is not None else Runtime(config, text=text)
         self.sync = None
@@ -1017,22 +1037,16 @@ class DiLoCo(_SyncOwner):
         keywords = {"inner_steps": inner_steps, "fragments": fragments, "delay": delay, "outer_lr": outer_lr,
                     "outer_momentum": outer_momentum, "nesterov": nesterov}
         keywords = {k: v for k, v in keywords.items() if v is not None}
-        given = sum(x is not None for x in (runtime, config, text))
-        if given > 1 or (given and (codec is not None or keywords or codec_options or bucket_bytes or rules or
-                                    elastic is not None or min_ranks is not None)):
-            raise _core.InvalidArgumentError("give the configuration one way: a Runtime, config=FILE, text=TOML, or "
-                                             "keywords (codec=, inner_steps=, outer_lr=, elastic=, ...)")
-        joining = _joining()
-        if not joining and (not dist.is_available() or not dist.is_initialized()):
-            raise _core.StateError("gradwire.torch.DiLoCo needs an initialized torch.distributed process group "
-                                   "(torch.distributed.init_process_group or gradwire.torch.init_process_group)")
+        given = _one_configuration(runtime, config, text,
+                                   codec is not None or keywords or codec_options or bucket_bytes or rules or
+                                   elastic is not None or min_ranks is not None,
+                                   "codec=, inner_steps=, outer_lr=, elastic=, ...")
+        joining = _joining_or_group("gradwire.torch.DiLoCo")
         if not given:
-            text = _config_text(codec or "none", error_feedback, None, codec_options, rules, timeout)
-            text += '[schedule]\nname = "diloco"\n[schedule.diloco]\n'
-            text += "".join(f"{k} = {_toml_value(v)}\n" for k, v in keywords.items())
-            if bucket_bytes is not None:
-                text += f"[bucket]\nbytes = {int(bucket_bytes)}\n"
-            text += _elastic_text(elastic, min_ranks)
+            schedule = '[schedule]\nname = "diloco"\n[schedule.diloco]\n'
+            schedule += "".join(f"{k} = {_toml_value(v)}\n" for k, v in keywords.items())
+            text = _wrapper_text(codec, error_feedback, None, codec_options, rules, timeout, schedule, bucket_bytes,
+                                 elastic, min_ranks)
         self._own_runtime = runtime is None
         self.runtime = runtime if runtime is not None else Runtime(config, text=text)
         self.sync = None
