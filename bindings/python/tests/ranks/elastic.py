@@ -104,6 +104,7 @@ def main():
     stop_at = steps if fault != "join" else (after_outer(w.steps + 1 + INNER, steps) if joined else 1 << 62)
     started = time.monotonic()
     calls = 0
+    doomed = False
     try:
         while w.steps < stop_at:
             x, y = batch(w.rank, w.world_size, w.steps)
@@ -114,12 +115,15 @@ def main():
                 faulty = False
                 if fault == "kill" and wrapper == "edp":
                     threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGKILL)).start()
+                    doomed = True
                 elif fault in ("kill", "join"):
                     os.kill(os.getpid(), signal.SIGKILL)
                 elif fault == "stop":
                     write("victim.pid", str(os.getpid()))
                     os.kill(os.getpid(), signal.SIGSTOP)
             applied = w.step()
+            if doomed:  # the step ended before the timer fired (a loaded machine): no further step, wait for it
+                time.sleep(3600)
             if w.membership_changed:
                 print(f"rank {first} changed epoch {w.membership_epoch} rank {w.rank} size {w.world_size} "
                       f"steps {w.steps}", flush=True)
