@@ -82,9 +82,10 @@ class CodecSet {
 
 // The slowest rank's seconds of gw_allreduce_compressed(codec, avg) from `in` into `out` for each codec
 // of the set (one list per codec, in its order), interleaved: one warm-up of each, then `repetitions`
-// rounds that time each codec once in turn (barrier before each; codec seed 7, step = the repetition).
+// rounds that time each codec once in turn (barrier before each; codec seed 7, a new step each call).
 // A stretch in which a shared machine runs slow then falls on every codec alike, not on whichever was
-// being timed. `suite` names the suite in error messages ("P5"), with the codec. `before_round`
+// being timed. Each timed call follows an untimed one of the same codec (the primer): the connections'
+// congestion state is then a training step's, whatever codec ran before. `suite` names the suite in error messages ("P5"), with the codec. `before_round`
 // (optional, collective) runs before each timed round: a measurement that should cover the same
 // stretch of time.
 std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const CodecSet& codecs,
