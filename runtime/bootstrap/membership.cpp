@@ -25,6 +25,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMagic = 0x4d454c45u;  // "ELEM"
 constexpr uint32_t kJoinMagic = 0x4e494f4au;  // "JOIN"
+constexpr uint32_t kProbeMagic = 0x424f5250u;  // "PROB"
 constexpr uint64_t kMaxFrame = uint64_t{1} << 30;
 
 Clock::time_point after(double s) {
@@ -103,7 +104,7 @@ bool recv_frame(int fd, std::string* body, Clock::time_point deadline) {
 
 std::string encode(const Proposal& p) {
   std::string s;
-  put_u32(s, p.join ? kJoinMagic : kMagic);
+  put_u32(s, p.join ? kJoinMagic : p.probe ? kProbeMagic : kMagic);
   put_u64(s, p.epoch);
   put_u32(s, p.old_rank);
   put_u64(s, p.completed_steps);
@@ -116,9 +117,11 @@ std::string encode(const Proposal& p) {
 Proposal decode_proposal(const std::string& s) {
   Reader r{s};
   const uint32_t magic = r.get<uint32_t>();
-  if (magic != kMagic && magic != kJoinMagic) fail(GW_ERR_CORRUPT, "elastic: a connection that is not a membership proposal");
+  if (magic != kMagic && magic != kJoinMagic && magic != kProbeMagic)
+    fail(GW_ERR_CORRUPT, "elastic: a connection that is not a membership proposal");
   Proposal p;
   p.join = magic == kJoinMagic;
+  p.probe = magic == kProbeMagic;
   p.epoch = r.get<uint64_t>();
   p.old_rank = r.get<uint32_t>();
   p.completed_steps = r.get<uint64_t>();
@@ -223,6 +226,48 @@ bool probe_gone(const std::string& address) {
 
 void nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
+// Starts a connection to `address` ("ip:port") without waiting for it; -1 when it cannot even start (a
+// malformed address, a refusal the kernel knew at once).
+int connect_to(const std::string& address) {
+  sockaddr_in a;
+  if (!parse_address(address, &a)) return -1;
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Whether a connection started by connect_to that polled writable was established.
+bool established(int fd) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  return ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+}
+
+// Whether the peer has closed its side: a follower that gave up waiting for this rank (stopped meanwhile)
+// and left its proposal behind; it must not count as arrived.
+bool peer_closed(int fd) {
+  char c;
+  const ssize_t k = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+// The answer of a member at membership epoch `epoch` to a rank of an earlier epoch (`p`).
+Verdict declared_dead(const Proposal& p, uint64_t epoch) {
+  Verdict refuse;
+  refuse.status = GW_ERR_STATE;
+  refuse.epoch = epoch;
+  refuse.message = "rank " + std::to_string(p.old_rank) + " of membership epoch " + std::to_string(p.epoch) +
+                   " was declared dead and removed: the others continue at epoch " + std::to_string(epoch) +
+                   "; it may not rejoin with its old state";
+  return refuse;
+}
+
 }  // namespace
 
 bool listener_gone(const std::string& address) { return probe_gone(address); }
@@ -246,24 +291,35 @@ MembershipListener::MembershipListener(const std::string& route_host, int route_
 }
 
 void MembershipListener::refuse_waiting(uint64_t epoch) {
+  // Kept proposals of an epoch this rank has left since (it followed another leader): refused.
+  for (size_t i = 0; i < pending_.size();) {
+    const Proposal p = decode_proposal(pending_[i].second);  // decoded once already
+    if (p.epoch >= epoch) {
+      ++i;
+      continue;
+    }
+    send_frame(pending_[i].first, encode(declared_dead(p, epoch)), after(1.0));
+    ::close(pending_[i].first);
+    pending_.erase(pending_.begin() + ptrdiff_t(i));
+  }
   for (;;) {
     const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     std::string body;
+    bool kept = false;
     if (recv_frame(fd, &body, after(1.0))) {
       try {
         const Proposal p = decode_proposal(body);
-        Verdict refuse;
-        refuse.status = GW_ERR_STATE;
-        refuse.epoch = epoch;
-        refuse.message = "rank " + std::to_string(p.old_rank) + " of membership epoch " + std::to_string(p.epoch) +
-                         " was declared dead and removed: the others continue at epoch " + std::to_string(epoch) +
-                         "; it may not rejoin with its old state";
-        send_frame(fd, encode(refuse), after(1.0));
+        if (p.epoch < epoch) {
+          send_frame(fd, encode(declared_dead(p, epoch)), after(1.0));
+        } else if (!p.probe && !p.join && p.epoch == epoch && !peer_closed(fd)) {
+          pending_.emplace_back(fd, std::move(body));  // for the agreement this rank is about to lead
+          kept = true;
+        }
       } catch (const Error&) {
       }
     }
-    ::close(fd);
+    if (!kept) ::close(fd);
   }
 }
 
@@ -289,6 +345,7 @@ MembershipListener::MembershipListener(const std::string& host, int port, bool) 
 }
 
 MembershipListener::~MembershipListener() {
+  for (auto& [fd, body] : pending_) ::close(fd);
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -306,6 +363,20 @@ std::unique_ptr<MembershipSession> MembershipSession::lead(MembershipListener& l
   arrived[mine.old_rank] = {-1, mine.completed_steps};
   std::set<uint32_t> dead(mine.dead.begin(), mine.dead.end());
   std::vector<int> unread;  // accepted, proposal not read yet
+  // The probes: a connection to every rank waited for, carrying this leader's epoch. A member at this
+  // epoch does not answer (it is on its way here, or closes it at its next step); one that moved on to a
+  // later epoch refuses it: this leader was declared dead meanwhile (stopped, and continued since).
+  struct Probe {
+    int fd;
+    bool sent;
+  };
+  std::vector<Probe> probes;
+  Proposal probe = mine;
+  probe.probe = true;
+  probe.dead.clear();
+  const std::string probe_body = encode(probe);
+  bool stale = false;
+  Verdict refused;
   auto settled = [&] {
     for (uint32_t r = 0; r < old_size; ++r)
       if (!arrived.count(r) && !dead.count(r)) return false;
@@ -315,10 +386,50 @@ std::unique_ptr<MembershipSession> MembershipSession::lead(MembershipListener& l
     for (int fd : unread) ::close(fd);
     for (auto& [r, a] : arrived)
       if (a.first >= 0) ::close(a.first);
+    for (const Probe& q : probes) ::close(q.fd);
   };
-  auto next_probe = Clock::now();
+  // One message on the listener: a member's proposal, or something to refuse or drop.
+  auto consider = [&](int fd, const std::string& body) {
+    Proposal p;
+    try {
+      p = decode_proposal(body);
+    } catch (const Error&) {
+      ::close(fd);
+      return;
+    }
+    if (p.probe) {  // another leader's probe: refused when it is of an earlier epoch
+      if (p.epoch < mine.epoch) send_frame(fd, encode(declared_dead(p, mine.epoch)), after(1.0));
+      ::close(fd);
+      return;
+    }
+    if (peer_closed(fd)) {  // left behind by a follower that gave up on this rank (it was stopped)
+      ::close(fd);
+      return;
+    }
+    if (p.join || p.epoch != mine.epoch || p.old_rank >= old_size || arrived.count(p.old_rank)) {
+      Verdict refuse;
+      refuse.status = GW_ERR_STATE;
+      refuse.epoch = mine.epoch;
+      refuse.message = "rank " + std::to_string(p.old_rank) + " of membership epoch " + std::to_string(p.epoch) +
+                       " is not a member of epoch " + std::to_string(mine.epoch) +
+                       ": it was declared dead and removed; it may not rejoin with its old state";
+      send_frame(fd, encode(refuse), after(1.0));
+      ::close(fd);
+      return;
+    }
+    arrived[p.old_rank] = {fd, p.completed_steps};
+    dead.insert(p.dead.begin(), p.dead.end());
+  };
   try {
-    while (!settled() && Clock::now() < deadline) {
+    // Proposals that reached this rank before its own step failed (refuse_waiting kept them).
+    std::vector<std::pair<int, std::string>> early = std::move(listener.pending_);
+    listener.pending_.clear();
+    for (auto& [fd, body] : early) consider(fd, body);
+    for (uint32_t r = 0; r < old_size && r < addresses.size(); ++r)
+      if (r != mine.old_rank && !arrived.count(r) && !dead.count(r))
+        if (const int fd = connect_to(addresses[r]); fd >= 0) probes.push_back({fd, false});
+    auto next_probe = Clock::now();
+    while (!settled() && !stale && Clock::now() < deadline) {
       if (Clock::now() >= next_probe) {  // a killed rank's listener is closed: its port refuses at once
         next_probe = Clock::now() + std::chrono::milliseconds(250);
         for (uint32_t r = 0; r < old_size && r < addresses.size(); ++r)
@@ -327,6 +438,7 @@ std::unique_ptr<MembershipSession> MembershipSession::lead(MembershipListener& l
       }
       std::vector<pollfd> pfs{{listener.fd(), POLLIN, 0}};
       for (int fd : unread) pfs.push_back({fd, POLLIN, 0});
+      for (const Probe& q : probes) pfs.push_back({q.fd, short(q.sent ? POLLIN : POLLOUT), 0});
       ::poll(pfs.data(), pfs.size(), std::min(ms_left(deadline), 100));
       for (;;) {
         const int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -348,26 +460,34 @@ std::unique_ptr<MembershipSession> MembershipSession::lead(MembershipListener& l
           ::close(fd);
           continue;
         }
-        Proposal p;
-        try {
-          p = decode_proposal(body);
-        } catch (const Error&) {
-          ::close(fd);
+        consider(fd, body);
+      }
+      for (size_t i = 0; i < probes.size();) {
+        Probe& q = probes[i];
+        pollfd pf{q.fd, short(q.sent ? POLLIN : POLLOUT), 0};
+        if (::poll(&pf, 1, 0) <= 0) {
+          ++i;
           continue;
         }
-        if (p.join || p.epoch != mine.epoch || p.old_rank >= old_size || arrived.count(p.old_rank)) {
-          Verdict refuse;
-          refuse.status = GW_ERR_STATE;
-          refuse.epoch = mine.epoch;
-          refuse.message = "rank " + std::to_string(p.old_rank) + " of membership epoch " + std::to_string(p.epoch) +
-                           " is not a member of epoch " + std::to_string(mine.epoch) +
-                           ": it was declared dead and removed; it may not rejoin with its old state";
-          send_frame(fd, encode(refuse), after(1.0));
-          ::close(fd);
+        bool keep = false;
+        if (!q.sent) {
+          keep = q.sent = established(q.fd) && send_frame(q.fd, probe_body, after(1.0));
+        } else if (std::string body; recv_frame(q.fd, &body, after(1.0))) {
+          try {
+            const Verdict v = decode_verdict(body);
+            if (v.status == GW_ERR_STATE) {
+              stale = true;
+              refused = v;
+            }
+          } catch (const Error&) {
+          }
+        }
+        if (keep) {
+          ++i;
           continue;
         }
-        arrived[p.old_rank] = {fd, p.completed_steps};
-        dead.insert(p.dead.begin(), p.dead.end());
+        ::close(q.fd);
+        probes.erase(probes.begin() + ptrdiff_t(i));
       }
     }
   } catch (...) {
@@ -376,10 +496,22 @@ std::unique_ptr<MembershipSession> MembershipSession::lead(MembershipListener& l
   }
   for (int fd : unread) ::close(fd);
   unread.clear();
+  for (const Probe& q : probes) ::close(q.fd);
+  probes.clear();
 
   auto s = std::unique_ptr<MembershipSession>(new MembershipSession());
   s->leader_ = true;
   Verdict& v = s->verdict_;
+  if (stale) {  // this leader, and whoever followed it, were declared dead: the members' refusal for all
+    v = refused;
+    for (auto& [r, a] : arrived)
+      if (a.first >= 0) {
+        send_frame(a.first, encode(v), after(1.0));
+        s->fds_.push_back(a.first);
+      }
+    for (const Joiner& j : joiners) ::close(j.fd);
+    return s;
+  }
   v.epoch = mine.epoch + 1;
   uint64_t steps = UINT64_MAX;
   for (auto& [r, a] : arrived) {
@@ -449,21 +581,83 @@ std::unique_ptr<MembershipSession> MembershipSession::follow(const std::string& 
   return s;
 }
 
-std::unique_ptr<MembershipSession> MembershipSession::join(const std::string& contact, const Proposal& mine,
-                                                           double wait_s) {
+std::unique_ptr<MembershipSession> MembershipSession::join(const std::vector<std::string>& contacts,
+                                                           const Proposal& mine, double wait_s) {
   const auto deadline = after(wait_s);
-  for (;;) {
-    try {
-      return follow(contact, mine, std::chrono::duration<double>(deadline - Clock::now()).count());
-    } catch (const Error& e) {
-      // Nobody listens at the contact yet (the members are still building their communicator, or the
-      // new rank 0 has not taken the contact over): try again until the deadline.
-      if (Clock::now() + std::chrono::milliseconds(200) >= deadline)
-        fail(GW_ERR_TIMEOUT, std::string("elastic: joining: no member admitted this process within ") +
-                                 std::to_string(wait_s) + " s ([runtime] timeout_s + 10 s): " + e.what());
-      ::poll(nullptr, 0, 200);
+  // Every candidate at once: only the current rank 0 listens at its own, but a rank 0 that was stopped and
+  // declared dead may still hold its old one without answering. A candidate where nobody listens yet
+  // (the members are still building their communicator, or the new rank 0 has not taken the contact over)
+  // or that closes the connection is asked again 200 ms later.
+  struct Candidate {
+    int fd = -1;
+    bool sent = false;
+    Clock::time_point retry{};
+  };
+  std::vector<Candidate> at(contacts.size());
+  const std::string request = encode(mine);
+  std::string last_error = "nobody listens at the join contact";
+  auto drop = [&](Candidate& c, const std::string& why) {
+    ::close(c.fd);
+    c = Candidate{};
+    c.retry = Clock::now() + std::chrono::milliseconds(200);
+    last_error = why;
+  };
+  auto close_all = [&] {
+    for (Candidate& c : at)
+      if (c.fd >= 0) ::close(c.fd);
+  };
+  while (Clock::now() < deadline) {
+    for (size_t i = 0; i < at.size(); ++i)
+      if (at[i].fd < 0 && Clock::now() >= at[i].retry) {
+        at[i].fd = connect_to(contacts[i]);
+        if (at[i].fd < 0) at[i].retry = Clock::now() + std::chrono::milliseconds(200);
+      }
+    std::vector<pollfd> pfs;
+    std::vector<size_t> of;
+    for (size_t i = 0; i < at.size(); ++i)
+      if (at[i].fd >= 0) {
+        pfs.push_back({at[i].fd, short(at[i].sent ? POLLIN : POLLOUT), 0});
+        of.push_back(i);
+      }
+    ::poll(pfs.data(), pfs.size(), std::min(ms_left(deadline), 100));
+    for (size_t k = 0; k < pfs.size(); ++k) {
+      if (pfs[k].revents == 0) continue;
+      Candidate& c = at[of[k]];
+      const std::string& where = contacts[of[k]];
+      if (!c.sent) {
+        if (!established(c.fd)) {
+          drop(c, "nobody listens at " + where);
+        } else if (!send_frame(c.fd, request, after(1.0))) {
+          drop(c, "the join contact at " + where + " closed the connection");
+        } else {
+          c.sent = true;
+        }
+        continue;
+      }
+      std::string body;
+      if (!recv_frame(c.fd, &body, after(5.0))) {
+        drop(c, "the join contact at " + where + " closed the connection without an answer");
+        continue;
+      }
+      auto s = std::unique_ptr<MembershipSession>(new MembershipSession());
+      try {
+        s->verdict_ = decode_verdict(body);
+      } catch (...) {
+        close_all();
+        throw;
+      }
+      s->my_index_ = s->verdict_.your_rank;
+      s->fds_.push_back(c.fd);
+      c.fd = -1;
+      close_all();
+      return s;
     }
   }
+  close_all();
+  std::string tried;
+  for (const std::string& c : contacts) tried += (tried.empty() ? "" : ", ") + c;
+  fail(GW_ERR_TIMEOUT, "elastic: joining: no member admitted this process within " + std::to_string(wait_s) +
+                           " s ([runtime] timeout_s + 10 s) at the join contact (" + tried + "): " + last_error);
 }
 
 std::vector<Joiner> accept_joiners(MembershipListener& contact) {

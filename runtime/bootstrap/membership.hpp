@@ -3,11 +3,14 @@
 // a failure the survivors connect to the leader (the lowest old rank none of them knows dead), send a
 // proposal, and receive the verdict: the new members, the step to continue from, or the lost quorum.
 // Over the same connections the leader then relays the records of the new communicator (allgather).
+// The leader also sends every rank it waits for a probe of its own epoch: a member that moved on to a
+// later epoch answers it with the refusal, so a leader that was itself declared dead learns it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gw::bootstrap {
@@ -24,13 +27,17 @@ class MembershipListener {
   MembershipListener& operator=(const MembershipListener&) = delete;
   const std::string& address() const { return address_; }
   int fd() const { return fd_; }
-  // Between agreements: answers every connection waiting on the listener (a rank of an earlier epoch that
-  // was declared dead and came back) with a refusal naming `epoch`. Nonblocking when none waits.
+  // Between agreements (this rank at membership epoch `epoch`): answers every proposal or probe of an
+  // earlier epoch waiting on the listener (a rank that was declared dead and came back) with a refusal
+  // naming `epoch`. A proposal of `epoch` itself (a member whose step failed before this rank's did) is
+  // kept for the agreement this rank will lead; a probe of `epoch` is closed. Nonblocking when none waits.
   void refuse_waiting(uint64_t epoch);
 
  private:
+  friend class MembershipSession;
   int fd_ = -1;
   std::string address_;
+  std::vector<std::pair<int, std::string>> pending_;  // kept proposals: connection, message
 };
 
 // True when nothing listens at a membership listener's `address` any more (connections are refused): its
@@ -39,6 +46,7 @@ bool listener_gone(const std::string& address);
 
 struct Proposal {
   bool join = false;             // a new process asking to join (epoch, old_rank, steps unused)
+  bool probe = false;            // a leader asking whether the members moved on past `epoch` (steps unused)
   std::string address;           // join: the joiner's own membership listener
   uint64_t epoch = 0;            // the membership epoch the sender leaves
   uint32_t old_rank = 0;         // its rank in that membership
@@ -67,7 +75,9 @@ class MembershipSession {
  public:
   // The leader: waits on `listener` until every old rank arrived or was reported dead, or until
   // `wait_s` passed, decides and tells everyone. old_size: ranks of the last membership; addresses: their
-  // listeners, probed meanwhile: a rank whose listener refuses connections has no process any more.
+  // listeners, probed meanwhile: a rank whose listener refuses connections has no process any more, and a
+  // rank that answers the leader's probe with a refusal has moved on to a later epoch without it. Then the
+  // verdict is that refusal (status GW_ERR_STATE), for the leader and whoever followed it.
   // `joiners` (their connections taken over) are admitted after the members.
   static std::unique_ptr<MembershipSession> lead(MembershipListener& listener, uint32_t old_size,
                                                  const Proposal& mine, uint32_t min_ranks, double wait_s,
@@ -76,9 +86,11 @@ class MembershipSession {
   // A member: connects to the leader at `address` and waits at most `wait_s` for the verdict. Throws
   // gw::Error GW_ERR_TRANSPORT when the leader cannot be reached or does not answer (take it as dead).
   static std::unique_ptr<MembershipSession> follow(const std::string& address, const Proposal& mine, double wait_s);
-  // A joiner: connects to the join contact (retrying while nobody listens there yet) and waits for its
-  // admission at the members' next step boundary, at most wait_s.
-  static std::unique_ptr<MembershipSession> join(const std::string& contact, const Proposal& mine, double wait_s);
+  // A joiner: asks at every candidate of the join contact ("ip:port"; only the current rank 0 listens at
+  // its own), retrying those where nobody listens yet, and waits for its admission at the members' next
+  // step boundary, at most wait_s. The first verdict that comes back is the answer.
+  static std::unique_ptr<MembershipSession> join(const std::vector<std::string>& contacts, const Proposal& mine,
+                                                 double wait_s);
   ~MembershipSession();
 
   const Verdict& verdict() const { return verdict_; }

@@ -58,10 +58,29 @@ void hold_contact(Membership& m, const Runtime& runtime, uint32_t rank) {
   }
 }
 
+// GW_ELASTIC_PORT (and GW_ELASTIC_HOSTS): where this process listens for joiners while it is rank 0 (its
+// own address, the one its membership listener publishes), and where a joiner asks. Every rank 0 of
+// the job's life has its own address in the cluster of namespaces, or on hosts of their own, so the
+// contact moves with rank 0 and a joiner tries every host a rank 0 can be on.
 void read_contact(Membership& m, const std::string& root_address) {
-  if (const char* port = std::getenv("GW_ELASTIC_PORT"); port && *port) {
-    m.contact_host = root_address.empty() ? "127.0.0.1" : root_address;
-    m.contact_port = std::atoi(port);
+  const char* port = std::getenv("GW_ELASTIC_PORT");
+  if (!(port && *port)) return;
+  m.contact_port = std::atoi(port);
+  const std::string& own = m.listener->address();
+  m.contact_host = own.substr(0, own.rfind(':'));
+  std::vector<std::string> hosts;
+  if (const char* list = std::getenv("GW_ELASTIC_HOSTS"); list && *list) {
+    const std::string all = list;
+    for (size_t at = 0; at <= all.size();) {
+      const size_t comma = std::min(all.find(',', at), all.size());
+      if (comma > at) hosts.push_back(all.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  if (hosts.empty()) hosts.push_back(root_address.empty() ? "127.0.0.1" : root_address);
+  for (const std::string& h : hosts) {
+    const std::string c = h + ":" + std::to_string(m.contact_port);
+    if (std::find(m.contacts.begin(), m.contacts.end(), c) == m.contacts.end()) m.contacts.push_back(c);
   }
 }
 
@@ -104,16 +123,15 @@ std::unique_ptr<Communicator> join_running_job(const Runtime& runtime, const gw_
   auto m = std::make_shared<Membership>();
   m->min_ranks = uint32_t(runtime.config().get_int("elastic", "min_ranks"));
   m->timeout_s = options.timeout_s > 0 ? options.timeout_s : runtime.config().get_float("runtime", "timeout_s");
+  m->listener = std::make_unique<bootstrap::MembershipListener>(launch.root_address, launch.root_port);
   read_contact(*m, launch.root_address);
   if (m->contact_port <= 0)
     fail(GW_ERR_CONFIG, "elastic: GW_ELASTIC_JOIN is set but GW_ELASTIC_PORT is not: a joiner needs the job's join "
                         "contact (`gradwire run --elastic` sets both)");
-  m->listener = std::make_unique<bootstrap::MembershipListener>(launch.root_address, launch.root_port);
   bootstrap::Proposal proposal;
   proposal.join = true;
   proposal.address = m->listener->address();
-  const std::string contact = m->contact_host + ":" + std::to_string(m->contact_port);
-  auto session = bootstrap::MembershipSession::join(contact, proposal, m->timeout_s + 10.0);
+  auto session = bootstrap::MembershipSession::join(m->contacts, proposal, m->timeout_s + 10.0);
   const bootstrap::Verdict& v = session->verdict();
   if (v.status != 0) fail(gw_status(v.status), "elastic: joining was refused: " + v.message);
   auto fresh = build(*session, runtime, *m);
@@ -200,8 +218,10 @@ Agreed agree(gw_comm& handle, const Runtime& runtime, uint64_t completed_steps, 
     }
   }
   const bootstrap::Verdict& v = session->verdict();
-  if (v.status == GW_ERR_STATE)  // refused: this rank was declared dead earlier
+  if (v.status == GW_ERR_STATE) {  // refused: this rank was declared dead earlier (it led, or followed)
+    m.contact.reset();  // a rank 0 declared dead gives the join contact up to the members' rank 0
     fail(GW_ERR_STATE, "elastic: " + v.message + " (this rank's failure: " + message + ")");
+  }
   if (v.status != 0) fail(status, message + "; " + v.message);
   const uint32_t new_rank = v.your_rank;
 

@@ -20,10 +20,13 @@ namespace gw::comm {
 
 struct Membership {
   std::unique_ptr<bootstrap::MembershipListener> listener;
-  // Joining (GW_ELASTIC_PORT, set by `gradwire run --elastic`): the contact joiners connect to, at the
-  // root address and that port, held by the current rank 0; absent without it.
+  // Joining (GW_ELASTIC_PORT, set by `gradwire run --elastic`): the contact joiners connect to, held by
+  // the current rank 0 at its own address (that of its membership listener) and that port; absent
+  // without it. A joiner asks at every candidate: GW_ELASTIC_HOSTS (every rank's host, as the launcher
+  // knows them), else the root address.
   std::string contact_host;
   int contact_port = -1;
+  std::vector<std::string> contacts;  // the candidates, "ip:port"
   std::unique_ptr<bootstrap::MembershipListener> contact;
   bool contact_lost = false;  // rank 0 could not listen at the contact (warned once; tried again every step)
   bool joined = false;       // this process was admitted by joining: its synchronizer receives the state
