@@ -1,5 +1,8 @@
 #include "support/cluster.hpp"
 
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -104,6 +107,38 @@ std::vector<std::string> Cluster::wrap(int rank, const std::vector<std::string>&
   std::vector<std::string> out{"ip", "netns", "exec", namespace_of(rank)};
   out.insert(out.end(), command.begin(), command.end());
   return out;
+}
+
+int Cluster::socket_in(int rank, int type) const {
+  // setns moves only this thread, and only until it moves back: the socket stays in the namespace it was
+  // made in.
+  const std::string ns = namespace_of(rank);
+  int target = open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+  if (target < 0) target = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+  if (target < 0)
+    throw Failure(GW_ERR_INTERNAL, "cannot open network namespace " + ns + ": " + std::strerror(errno));
+  const int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (self < 0) {
+    const std::string why = std::strerror(errno);
+    close(target);
+    throw Failure(GW_ERR_INTERNAL, "cannot open this process's network namespace: " + why);
+  }
+  int fd = -1;
+  std::string why;
+  if (setns(target, CLONE_NEWNET) != 0) {
+    why = std::string("cannot enter network namespace ") + ns + ": " + std::strerror(errno);
+  } else {
+    fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) why = std::string("socket in network namespace ") + ns + ": " + std::strerror(errno);
+    if (setns(self, CLONE_NEWNET) != 0) {  // the launcher must not go on inside a rank's namespace
+      std::fprintf(stderr, "gradwire: cannot return from network namespace %s: %s\n", ns.c_str(), std::strerror(errno));
+      std::abort();
+    }
+  }
+  close(self);
+  close(target);
+  if (fd < 0) throw Failure(GW_ERR_INTERNAL, why);
+  return fd;
 }
 
 std::vector<std::pair<std::string, std::string>> Cluster::environment() {

@@ -37,6 +37,9 @@ class Cluster {
   // The command line that runs `command` as rank `rank` inside its namespace ("ip netns exec NS ...": the
   // same process, its /sys showing the namespace's devices).
   std::vector<std::string> wrap(int rank, const std::vector<std::string>& command) const;
+  // A socket (socket(2)'s `type`, close-on-exec) in the namespace of rank `rank`'s node: bound there, it
+  // holds a port of that namespace (gradwire run's elastic join contact). A Failure when it cannot.
+  int socket_in(int rank, int type) const;
   // What a rank inside needs: UCX over TCP on the namespace's veth, rank 0's address as the root, and the
   // interface for gloo (PyTorch) and Open MPI peers.
   static std::vector<std::pair<std::string, std::string>> environment();

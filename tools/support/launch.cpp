@@ -9,7 +9,8 @@
 // GW_LOCAL_SIZE say so (the two-level collectives read them), and with --link they share one namespace
 // and its link. --elastic[=N] (elastic mode, docs/elastic.md): a rank that fails is started again, at most
 // N times in all, with GW_ELASTIC_JOIN=1, so that it joins the running job; GW_ELASTIC_PORT names the join
-// contact for every rank. The others run on as with --keep-going.
+// contact's port and GW_ELASTIC_HOSTS every host a rank runs on (each namespace's address with --link),
+// where the rank 0 of the moment may listen at it. The others run on as with --keep-going.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -123,34 +124,53 @@ void signal_all(std::vector<Rank>& ranks, int sig) {
 // SO_REUSEADDR), no outgoing connection gets it as its local port (the kernel skips bound ports), and the
 // process that is rank 0, whichever it is, can listen at it (SO_REUSEADDR on both sockets, this one not
 // listening). Choosing a port that is free now and releasing it would leave it to anyone until rank 0
-// binds it, and again between the death of a rank 0 and its successor's bind (docs/elastic.md).
+// binds it, and again between the death of a rank 0 and its successor's bind (docs/elastic.md). With
+// --link every node's namespace has ports of its own, and a rank 0 listens at its node's address: the
+// port is held the same way in each of them (hold_in).
 class ContactPort {
  public:
   ContactPort() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: socket for the elastic join contact: ") + std::strerror(errno));
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw Failure(GW_ERR_INTERNAL, std::string("run: socket for the elastic join contact: ") + std::strerror(errno));
+    try {
+      port_ = hold(fd, 0, "");
+    } catch (...) {
+      close(fd);
+      throw;
+    }
+    fd_.push_back(fd);
+  }
+  ~ContactPort() {
+    for (int fd : fd_) close(fd);
+  }
+  ContactPort(const ContactPort&) = delete;
+  ContactPort& operator=(const ContactPort&) = delete;
+  int port() const { return port_; }
+  // The same port in the namespace of every node of the cluster (fresh: nothing there has it yet).
+  void hold_in(const Cluster& cluster, int ranks) {
+    for (int r = 0; r < ranks; r += cluster.ranks_per_node()) {
+      fd_.push_back(cluster.socket_in(r, SOCK_STREAM));
+      hold(fd_.back(), port_, " in network namespace " + cluster.namespace_of(r));
+    }
+  }
+
+ private:
+  // Binds fd to `port` (0: one the kernel chooses) on every interface, SO_REUSEADDR; returns the port.
+  static int hold(int fd, int port, const std::string& where) {
     const int one = 1;
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = 0;
+    a.sin_port = htons(uint16_t(port));
     socklen_t len = sizeof a;
-    if (setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      const std::string why = std::strerror(errno);
-      close(fd_);
-      throw Failure(GW_ERR_INTERNAL, "run: cannot reserve a port for the elastic join contact: " + why);
-    }
-    port_ = ntohs(a.sin_port);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw Failure(GW_ERR_INTERNAL, "run: cannot reserve " + (port ? "port " + std::to_string(port) : std::string("a port")) +
+                                         " for the elastic join contact" + where + ": " + std::strerror(errno));
+    return ntohs(a.sin_port);
   }
-  ~ContactPort() { close(fd_); }
-  ContactPort(const ContactPort&) = delete;
-  ContactPort& operator=(const ContactPort&) = delete;
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
+  std::vector<int> fd_;
   int port_ = 0;
 };
 
@@ -174,7 +194,15 @@ int run_ranks(int n, const std::vector<std::string>& command, double grace_s, bo
   if (restarts > 0) {
     keep_going = true;
     contact.emplace();
+    if (cluster) contact->hold_in(*cluster, n);
     extra.push_back({"GW_ELASTIC_PORT", std::to_string(contact->port())});
+    // Where a joiner asks: every host a rank runs on (the rank 0 of the moment listens at its own).
+    std::string hosts;
+    for (int r = 0; r < n; ++r) {
+      const std::string host = cluster ? Cluster::address_of(r, cluster->ranks_per_node()) : "127.0.0.1";
+      if (("," + hosts + ",").find("," + host + ",") == std::string::npos) hosts += (hosts.empty() ? "" : ",") + host;
+    }
+    extra.push_back({"GW_ELASTIC_HOSTS", hosts});
   }
   std::vector<Rank> ranks(n);
   auto launch = [&](int r, const Env& env) {
