@@ -7,6 +7,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "bootstrap/launch_env.hpp"
+#include "comm/allreduce_start.hpp"
 #include "comm/create.hpp"
 #include "core/error.hpp"
 #include "instance/runtime.hpp"
@@ -84,15 +85,16 @@ void read_contact(Membership& m, const std::string& root_address) {
   }
 }
 
-uint64_t broadcast_u64(Communicator& comm, uint64_t value, const char* what) {
-  void* buf = &value;
-  const Signature s{CollectiveKind::Broadcast, GW_REDUCE_SUM, GW_DTYPE_U8, 8, 0, 0};
-  gw_request* r = comm.start_collective(s, [=](Collective& c) { return coll::broadcast_binomial(c, buf, 8, 0); });
+// The largest of every member's `value`: a collective that completes at no member before every member
+// entered it (a broadcast tree would let the members near its root go on alone).
+uint64_t allreduce_max_u64(Communicator& comm, uint64_t value, const char* what) {
+  int64_t v = int64_t(value);
+  gw_request* r = start_allreduce_dense(comm, &v, 1, GW_DTYPE_I64, GW_REDUCE_MAX);
   const gw_status st = comm.wait(r, -1.0);
   const std::string error = r->error;
   comm.free(r);
   if (st != GW_OK) fail(st, std::string(what) + ": " + error);
-  return value;
+  return uint64_t(v);
 }
 
 // Builds the communicator the session's verdict names and moves the membership to it.
@@ -144,13 +146,16 @@ std::unique_ptr<Communicator> join_running_job(const Runtime& runtime, const gw_
   return fresh;
 }
 
-uint64_t announce_joiners(gw_comm& handle, const Runtime& runtime, std::vector<bootstrap::Joiner>* joiners) {
+uint64_t announce_joiners(gw_comm& handle, const Runtime& runtime, bool step_exchanges,
+                          std::vector<bootstrap::Joiner>* joiners) {
   Membership& m = *handle.elastic;
-  if (m.contact_port <= 0) return 0;
+  if (m.contact_port <= 0 && step_exchanges) return 0;
   Communicator& comm = *handle.impl;
-  hold_contact(m, runtime, comm.rank());  // again, where it failed before
-  if (comm.rank() == 0 && m.contact) *joiners = bootstrap::accept_joiners(*m.contact);
-  return broadcast_u64(comm, joiners->size(), "elastic: announcing joiners");
+  if (m.contact_port > 0) {
+    hold_contact(m, runtime, comm.rank());  // again, where it failed before
+    if (comm.rank() == 0 && m.contact) *joiners = bootstrap::accept_joiners(*m.contact);
+  }
+  return allreduce_max_u64(comm, joiners->size(), "elastic: the step's message to every member (joiners waiting)");
 }
 
 bool elastic_enabled(const Runtime& runtime) { return runtime.config().get_bool("elastic", "enabled"); }

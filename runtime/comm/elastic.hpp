@@ -47,9 +47,15 @@ bool elastic_enabled(const Runtime& runtime);
 std::unique_ptr<Communicator> join_running_job(const Runtime& runtime, const gw_comm_options& options,
                                                std::shared_ptr<Membership>* membership);
 
-// At a step boundary of every member: rank 0 takes the join requests waiting at the contact (into
-// *joiners) and tells the others how many (a broadcast). Returns that number.
-uint64_t announce_joiners(gw_comm& handle, const Runtime& runtime, std::vector<bootstrap::Joiner>* joiners);
+// The per-step message of elastic mode, at a step boundary of every member: rank 0 takes the join
+// requests waiting at the contact (into *joiners) and tells the others how many. It is an allreduce
+// (MAX of rank 0's count and 0 elsewhere), which completes at no member before every member entered it:
+// so no member runs more than one step ahead of another, which the synchronizer's two snapshots cover.
+// Sent at every step when a join contact exists, else only at a step that runs no collective of its own
+// (`step_exchanges` false: DiLoCo's and local_sgd's inner steps, accumulate's micro-steps); a step that
+// runs one holds the members together already. Returns the number of joiners.
+uint64_t announce_joiners(gw_comm& handle, const Runtime& runtime, bool step_exchanges,
+                          std::vector<bootstrap::Joiner>* joiners);
 
 // After creation, in elastic mode: opens this rank's listener and gathers every member's address over
 // the communicator (collective).

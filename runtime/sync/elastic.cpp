@@ -101,7 +101,7 @@ void Synchronizer::reset_residuals() {
 
 bool Synchronizer::admit(gw_comm& handle) {
   std::vector<bootstrap::Joiner> joiners;
-  if (comm::announce_joiners(handle, runtime_, &joiners) == 0) return false;
+  if (comm::announce_joiners(handle, runtime_, plan().exchanges, &joiners) == 0) return false;
   // A member may have failed meanwhile: the agreement is the same as after a failure, with the joiners.
   const comm::Agreed agreed = comm::agree(handle, runtime_, snapshots_.front().steps, GW_ERR_TRANSPORT,
                                           "elastic: admitting joiners", std::move(joiners));

@@ -320,15 +320,20 @@ Synchronizer::Plan Synchronizer::dry_run() {
   rt.ctx = &plan;
   rt.step = steps_;
   rt.world_size = comm_->size();
-  rt.sync_gradients = [](void* p) { static_cast<Plan*>(p)->sync_gradients = true; return GW_OK; };
+  static constexpr auto exchanges = [](void* p) { static_cast<Plan*>(p)->exchanges = true; };
+  rt.sync_gradients = [](void* p) { static_cast<Plan*>(p)->sync_gradients = true; exchanges(p); return GW_OK; };
   rt.accumulate_gradients = [](void* p) { static_cast<Plan*>(p)->accumulate = true; return GW_OK; };
-  rt.sync_accumulated = [](void* p) { static_cast<Plan*>(p)->sync_accumulated = true; return GW_OK; };
-  rt.sync_parameters = [](void*) { return GW_OK; };
-  rt.start_gradient_exchange = [](void* p, uint64_t slot) { static_cast<Plan*>(p)->start_slot = slot; return GW_OK; };
-  rt.finish_gradient_exchange = [](void*, uint64_t) { return GW_OK; };
+  rt.sync_accumulated = [](void* p) { static_cast<Plan*>(p)->sync_accumulated = true; exchanges(p); return GW_OK; };
+  rt.sync_parameters = [](void* p) { exchanges(p); return GW_OK; };
+  rt.start_gradient_exchange = [](void* p, uint64_t slot) {
+    static_cast<Plan*>(p)->start_slot = slot;
+    exchanges(p);
+    return GW_OK;
+  };
+  rt.finish_gradient_exchange = [](void* p, uint64_t) { exchanges(p); return GW_OK; };
   rt.keep_local = [](void*) { return GW_OK; };
-  rt.start_outer_step = [](void*, const gw_outer_step*) { return GW_OK; };
-  rt.finish_outer_step = [](void*, const gw_outer_step*) { return GW_OK; };
+  rt.start_outer_step = [](void* p, const gw_outer_step*) { exchanges(p); return GW_OK; };
+  rt.finish_outer_step = [](void* p, const gw_outer_step*) { exchanges(p); return GW_OK; };
   const std::vector<unsigned char> saved = schedule_->save();
   schedule_->on_step(rt);
   schedule_->load(saved.data(), saved.size());

@@ -186,6 +186,9 @@ class Synchronizer {
     bool accumulate = false;
     bool sync_accumulated = false;
     std::optional<uint64_t> start_slot;
+    // Any collective at all (gradients, accumulator, parameters, an exchange started or finished, an outer
+    // step): elastic mode adds its per-step message to a step without one (sync/elastic.cpp).
+    bool exchanges = false;
   };
   // An outer step in flight (outer.cpp): a fragment's buckets, each averaging its pseudo-gradient (or, the
   // first time, its parameters), and the parameters as they were sent.

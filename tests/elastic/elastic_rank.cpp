@@ -2,7 +2,11 @@
 // -- elastic_rank STEPS FAULT VICTIMS TAG`: every rank runs STEPS steps of a gw_sync_step loop (int8 with
 // error feedback, the every_step schedule, [elastic] enabled, min_ranks ELASTIC_MIN_RANKS, default 1) and
 // applies plain SGD to its parameters. Gradients depend on the parameters, the rank, the size and the
-// step, so a member whose state differs from the others' shows in the final hash. On each rank named in
+// step, so a member whose state differs from the others' shows in the final hash. ELASTIC_SCHEDULE
+// (default every_step) names another schedule: local_sgd (period 4) or diloco (inner_steps 4), whose
+// steps between two averagings communicate nothing; the replicas differ there, so the hash is then of the
+// parameters as the last averaging (or outer step) left them, before the rank's own update, and of that
+// step's number. On each rank named in
 // VICTIMS (comma-separated) a second thread injects FAULT (kill: SIGKILL, stop: SIGSTOP; none) FAULT_DELAY_MS
 // (default 20) after the main thread entered step FAULT_AT (default 3). ELASTIC_STEP_SLEEP_MS (default 0)
 // before every step (before the fault's delay starts) keeps the loop running longer. TAG only marks the processes.
@@ -87,8 +91,14 @@ int main(int argc, char** argv) {
       env_or("GW_ELASTIC_JOIN", "") != "1")
     squat_contact();
 
-  gw_runtime* rt = make_runtime("[codec]\nname = \"int8\"\nerror_feedback = true\n[schedule]\nname = \"every_step\"\n"
-                                "[elastic]\nenabled = true\nmin_ranks = " + env_or("ELASTIC_MIN_RANKS", "1") + "\n");
+  const std::string schedule = env_or("ELASTIC_SCHEDULE", "every_step");
+  const bool every_step = schedule == "every_step";
+  const std::string schedule_keys = schedule == "local_sgd" ? "[schedule.local_sgd]\nperiod = 4\n"
+                                    : schedule == "diloco"  ? "[schedule.diloco]\ninner_steps = 4\n"
+                                                            : "";
+  gw_runtime* rt = make_runtime("[codec]\nname = \"int8\"\nerror_feedback = true\n[schedule]\nname = \"" + schedule +
+                                "\"\n" + schedule_keys + "[elastic]\nenabled = true\nmin_ranks = " +
+                                env_or("ELASTIC_MIN_RANKS", "1") + "\n");
   // A process `gradwire run --elastic` started again joins the running job: its rank is what the
   // members give it, not GW_RANK.
   const bool joiner = env_or("GW_ELASTIC_JOIN", "") == "1";
@@ -128,6 +138,8 @@ int main(int argc, char** argv) {
     say(line);
   }
 
+  // Not every_step: the hash of the parameters the last averaging left (equal on every rank), and its step.
+  uint64_t synced_hash = 0;
   std::thread injector;
   say("START pid " + std::to_string(getpid()) + " at " + std::to_string(wall_seconds()));
   bool resumed = true;  // false from a membership change to the next completed step
@@ -166,7 +178,12 @@ int main(int argc, char** argv) {
           std::to_string(done) + ": " + gw_last_error());
       break;
     }
-    if (!(flags & GW_SYNC_GRADIENTS_AVERAGED)) die("a step without averaged gradients");
+    if (every_step && !(flags & GW_SYNC_GRADIENTS_AVERAGED)) die("a step without averaged gradients");
+    if (flags & (GW_SYNC_PARAMETERS_AVERAGED | GW_SYNC_OUTER_STEP)) {
+      synced_hash = fnv1a(params[0].data(), params[0].size() * 4);
+      synced_hash = fnv1a(params[1].data(), params[1].size() * 4, synced_hash);
+      synced_hash = fnv1a(&done, sizeof done, synced_hash);
+    }
     for (int t = 0; t < 2; ++t)
       for (size_t i = 0; i < counts[t]; ++i) params[t][i] -= 0.5f * grads[t][i];
     ++done;
@@ -176,8 +193,11 @@ int main(int argc, char** argv) {
     }
   }
   if (done >= steps) {
-    uint64_t h = fnv1a(params[0].data(), params[0].size() * 4);
-    h = fnv1a(params[1].data(), params[1].size() * 4, h);
+    uint64_t h = synced_hash;
+    if (every_step) {
+      h = fnv1a(params[0].data(), params[0].size() * 4);
+      h = fnv1a(params[1].data(), params[1].size() * 4, h);
+    }
     char line[256];
     std::snprintf(line, sizeof line, "DONE steps %llu rank %u size %u epoch %llu hash %016llx", (unsigned long long)done,
                   gw_comm_rank(comm), gw_comm_size(comm), (unsigned long long)gw_comm_membership_epoch(comm),

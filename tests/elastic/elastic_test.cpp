@@ -312,6 +312,43 @@ TEST_P(Elastic, RestartedRootJoinsAndEndsBitIdentical) {
   expect_rejoined(res, 0, 200);
 }
 
+// DiLoCo's and local_sgd's steps between two averagings communicate nothing of their own: elastic mode's
+// per-step message (an allreduce every member contributes to) keeps the members within one step of each
+// other. Rank 2 killed at step 5 (DiLoCo's outer steps and local_sgd's averagings fall at every 4th): with
+// a join contact the message is sent every step, and as a broadcast tree it let ranks 0 and 1 run on to
+// the next averaging while rank 3 (below rank 2) stopped; their recovery then failed with GW_ERR_STATE
+// ("a member more than one step behind"), and no restarted rank could join. 400 steps: an inner step is
+// short, and the restarted process must be admitted before the members finish (Limits).
+TEST_P(Elastic, RestartedRankJoinsDiLoCoBetweenOuterStepsAndEndsBitIdentical) {
+  const Result res = run(GetParam(), "kill", "2", 400,
+                         "ELASTIC_SCHEDULE=diloco FAULT_AT=5 FAULT_DELAY_MS=0 ELASTIC_STEP_SLEEP_MS=25", "--elastic=1");
+  expect_rejoined(res, 2, 400);
+}
+
+TEST_P(Elastic, RestartedRankJoinsLocalSgdBetweenAveragingsAndEndsBitIdentical) {
+  const Result res = run(GetParam(), "kill", "2", 400,
+                         "ELASTIC_SCHEDULE=local_sgd FAULT_AT=5 FAULT_DELAY_MS=0 ELASTIC_STEP_SLEEP_MS=25", "--elastic=1");
+  expect_rejoined(res, 2, 400);
+}
+
+// Without a join contact the message goes with the steps that communicate nothing only. Rank 2 killed
+// between outer steps: the survivors stop at the step it never entered.
+TEST_P(Elastic, SurvivorsOfARankKilledBetweenDiLoCoOuterStepsContinueBitIdentical) {
+  const Result res = run(GetParam(), "kill", "2", 24, "ELASTIC_SCHEDULE=diloco FAULT_AT=5 FAULT_DELAY_MS=0");
+  EXPECT_EQ(res.job.code, 128 + 9) << res.job.output;
+  expect_continued(res, {0, 1, 3}, 2, 24, ("kill rank 2 of 4 between DiLoCo outer steps over " + GetParam()).c_str());
+}
+
+// Rank 2 killed while DiLoCo's outer exchange of step 8 runs: a survivor that completed it (the dead rank
+// had sent it all it needed) goes on to step 9, whose message cannot complete without the others, so it
+// is at most one step ahead of those still in the exchange, and every survivor holds the snapshot of the
+// agreed step. (Whether a survivor completes the exchange depends on when the kill lands.)
+TEST_P(Elastic, SurvivorsOfARankKilledInADiLoCoOuterExchangeContinueBitIdentical) {
+  const Result res = run(GetParam(), "kill", "2", 24, "ELASTIC_SCHEDULE=diloco FAULT_AT=8 FAULT_DELAY_MS=1");
+  EXPECT_EQ(res.job.code, 128 + 9) << res.job.output;
+  expect_continued(res, {0, 1, 3}, 2, 24, ("kill rank 2 of 4 in a DiLoCo outer exchange over " + GetParam()).c_str());
+}
+
 INSTANTIATE_TEST_SUITE_P(Ucx, Elastic, ::testing::Values("shm", "tcp"));
 
 // In the emulated cluster (`gradwire run --link`, one namespace and address per rank; UCX over TCP): the

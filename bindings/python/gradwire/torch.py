@@ -28,6 +28,7 @@ Design (docs/pytorch.md):
   checkpoints.
 """
 import fnmatch
+import io
 import os
 import queue
 import threading
@@ -841,6 +842,30 @@ class _Snapshots:
                                f"state of steps {[k[0] for k in self._kept]} only (please report it)")
 
 
+def _share_optimizer_state(comm, optimizer):
+    """Every member takes rank 0's optimizer state: its size, then its torch.save bytes, broadcast over the
+    communicator. ElasticDataParallel's members do it after every membership change and a joiner once
+    after its synchronizer's finalize (the change that admitted it), so a joiner's momentum or Adam moments
+    are the members' and every replica stays identical. After a change without joiners the members' states
+    are equal already: the broadcast changes nothing there."""
+    root = comm.rank == 0
+    if root:
+        out = io.BytesIO()
+        torch.save(optimizer.state_dict(), out)
+        data = torch.frombuffer(bytearray(out.getvalue()), dtype=torch.uint8)
+        size = torch.tensor([data.numel()], dtype=torch.int64)
+    else:
+        size = torch.zeros(1, dtype=torch.int64)
+    comm.broadcast(size, root=0)
+    if not root:
+        data = torch.empty(int(size.item()), dtype=torch.uint8)
+    comm.broadcast(data, root=0)
+    if not root:
+        # map_location cpu: load_state_dict moves each state to its parameter's device.
+        optimizer.load_state_dict(torch.load(io.BytesIO(data.numpy().tobytes()), map_location="cpu",
+                                             weights_only=True))
+
+
 def _after_change(w):
     """After gw_sync_step said GW_MEMBERSHIP_CHANGED: the wrapper's new rank and size, and the optimizer's
     state of the step the members continue from. Returns (steps, the counters kept with that step)."""
@@ -903,8 +928,9 @@ class ElasticDataParallel(_SyncOwner):
     The configuration is a gradwire.Runtime, a TOML file or text (with [elastic] enabled = true), or the
     keywords (the schedule every_step). Parameters must be float32 and contiguous; at creation every
     rank takes rank 0's (as DDP does). The process group is used for the rendezvous only (through its
-    store), never after. The optimizer's state is copied at the start of every step (snapshot_optimizer;
-    False: restoring it after a change is the application's)."""
+    store), never after. The optimizer's state is copied at the start of every step, and after a
+    membership change every member (a joiner included) takes rank 0's (snapshot_optimizer; False: both
+    are the application's)."""
 
     def __init__(self, model, optimizer, runtime=None, *, config=None, text=None, codec=None, error_feedback=None,
                  seed=None, rules=None, min_ranks=None, bucket_bytes=None, process_group=None, timeout=None,
@@ -961,6 +987,13 @@ class ElasticDataParallel(_SyncOwner):
         self.steps = self.sync.stats()["steps"] if joining else 0
         self.membership_changed = False
         self._snapshots = _Snapshots(optimizer if snapshot_optimizer else None)
+        if joining and snapshot_optimizer:
+            # The members do the same after the change that admitted this process (step()).
+            try:
+                _share_optimizer_state(self.comm, optimizer)
+            except BaseException:
+                self.close()
+                raise
 
     @staticmethod
     def _synchronize(p):
@@ -989,6 +1022,8 @@ class ElasticDataParallel(_SyncOwner):
             flags = self.sync.step()
         if flags["membership_changed"]:
             self.steps, _ = _after_change(self)
+            if self._snapshots.optimizer is not None:
+                _share_optimizer_state(self.comm, self.optimizer)  # a joiner's (if one came) is empty
             return False
         if flags["apply"]:
             self.optimizer.step()

@@ -14,12 +14,16 @@ membership change shows in the final hash.
                                            it was admitted, then to an outer step one outer period later
   elastic.py edp kill VICTIM AT STEPS      ElasticDataParallel (SGD with momentum, int8 + error feedback): rank
                                            VICTIM SIGKILLs itself 20 ms into its step AT (mid-step)
+  elastic.py edp join VICTIM AT STEPS      the join case with ElasticDataParallel (the joiner takes the
+                                           members' optimizer state); the others step on until it was admitted,
+                                           then INNER steps more
 
 What it prints:
   "rank R changed epoch E rank r size n steps s"     a membership change (R: the rank at the start)
   "rank R joined epoch E rank r size n steps s"      a process started again was admitted
   "rank R refused: CLASS: message"                   a step raised (the declared-dead rank)
-  "rank R done steps S rank r size n epoch E hash H"  the end: H hashes the parameters
+  "rank R done steps S rank r size n epoch E hash H"  the end: H hashes the parameters (and, with
+                                                     ElasticDataParallel, the optimizer's state)
 GW_TEST_DIR: a folder for the stop case's files (the victim's pid, its refusal, where the others stop).
 """
 import hashlib
@@ -51,9 +55,17 @@ def batch(rank, world_size, step):
     return x, x[:, :4].sum(dim=1, keepdim=True) - x[:, 4:6].prod(dim=1, keepdim=True)
 
 
-def digest(model):
-    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    return hashlib.sha256(flat.numpy().tobytes()).hexdigest()[:16]
+def digest(model, optimizer=None):
+    """The parameters' hash; with `optimizer`, its state's too (every tensor, by parameter and name)."""
+    h = hashlib.sha256(torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().tobytes())
+    if optimizer is not None:
+        state = optimizer.state_dict()["state"]
+        for index in sorted(state):
+            for name in sorted(state[index]):
+                value = state[index][name]
+                h.update(f"{index}.{name}".encode())
+                h.update(value.detach().cpu().numpy().tobytes() if torch.is_tensor(value) else repr(value).encode())
+    return h.hexdigest()[:16]
 
 
 def path(name):
@@ -81,6 +93,12 @@ def after_outer(n, least):
     return n + (1 - n) % INNER
 
 
+def join_end(wrapper, n, least):
+    """Where the join case ends, from n (a step count every member computes alike): ElasticDataParallel's
+    replicas are identical after every step, DiLoCo's after an outer one."""
+    return after_outer(n, least) if wrapper == "diloco" else max(n, least)
+
+
 def main():
     wrapper, fault, victim, at, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     joined = not gwt.init_process_group("gloo")
@@ -101,7 +119,7 @@ def main():
     continued = None   # the stop case: when the lowest other rank continued the victim
     # The join case: the members step on until the restarted process was admitted (size 4 again), then
     # to an outer step at least one outer period later, a step every member (and the joiner) computes alike.
-    stop_at = steps if fault != "join" else (after_outer(w.steps + 1 + INNER, steps) if joined else 1 << 62)
+    stop_at = steps if fault != "join" else (join_end(wrapper, w.steps + 1 + INNER, steps) if joined else 1 << 62)
     started = time.monotonic()
     calls = 0
     doomed = False
@@ -127,8 +145,10 @@ def main():
             if w.membership_changed:
                 print(f"rank {first} changed epoch {w.membership_epoch} rank {w.rank} size {w.world_size} "
                       f"steps {w.steps}", flush=True)
-                if fault == "join" and w.world_size == 4:  # w.steps counts the step redone with the joiner
-                    stop_at = after_outer(w.steps + INNER, steps)
+                if fault == "join" and w.world_size == 4:
+                    # DiLoCo's w.steps counts the step redone with the joiner, ElasticDataParallel's not
+                    # (step() returned False: it is redone next): both end where the joiner does.
+                    stop_at = join_end(wrapper, w.steps + (INNER if wrapper == "diloco" else 1 + INNER), steps)
                 if fault == "stop" and continued is None and first == min(r for r in range(4) if r != victim):
                     os.kill(int(read("victim.pid")), signal.SIGCONT)
                     continued = time.monotonic()
@@ -158,7 +178,7 @@ def main():
             print(f"rank {first} close: {type(e2).__name__}: {e2}", flush=True)
         return
     print(f"rank {first} done steps {w.steps} rank {w.rank} size {w.world_size} epoch {w.membership_epoch} "
-          f"hash {digest(model)} calls {calls}", flush=True)
+          f"hash {digest(model, opt if wrapper == 'edp' else None)} calls {calls}", flush=True)
     w.close()
     # torch's process group is not used after a failure (its peer is gone): no destroy_process_group.
 
