@@ -85,9 +85,9 @@ class CodecSet {
 // rounds that time each codec once in turn (barrier before each; codec seed 7, a new step each call).
 // A stretch in which a shared machine runs slow then falls on every codec alike, not on whichever was
 // being timed. Each timed call follows an untimed one of the same codec (the primer): the connections'
-// congestion state is then a training step's, whatever codec ran before. `suite` names the suite in error messages ("P5"), with the codec. `before_round`
-// (optional, collective) runs before each timed round: a measurement that should cover the same
-// stretch of time.
+// congestion state is then a training step's, whatever codec ran before. `suite` names the suite in
+// error messages ("P5"), with the codec. `before_round` (optional, collective) runs before each timed
+// round: a measurement that should cover the same stretch of time.
 std::vector<std::vector<double>> time_compressed_allreduces(gw_comm* comm, const CodecSet& codecs,
                                                             std::vector<float>& in, std::vector<float>& out,
                                                             int repetitions, const std::string& suite,

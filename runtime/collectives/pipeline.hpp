@@ -23,11 +23,11 @@ struct PayloadBuffer {
   unsigned char* data = nullptr;
   uint64_t capacity = 0;
   uint64_t size = 0;
-  std::unique_ptr<unsigned char[]> owned;
+  Buffer owned;
 
   void reserve(uint64_t bytes) {
     if (capacity < bytes) {
-      owned = std::make_unique_for_overwrite<unsigned char[]>(bytes);
+      owned = allocate_buffer(bytes);
       data = owned.get();
       capacity = bytes;
     }

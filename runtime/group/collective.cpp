@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/buffer.hpp"
 #include "core/bytes.hpp"
 #include "core/error.hpp"
 
@@ -18,20 +19,20 @@ constexpr uint8_t kPacked = 1;
 // Scratch buffers of finished collectives, kept for the next ones on this thread (a communicator is used
 // by one thread at a time). At most kPoolBuffers buffers.
 constexpr size_t kPoolBuffers = 4;
-thread_local std::vector<std::pair<std::unique_ptr<unsigned char[]>, uint64_t>> t_scratch_pool;
+thread_local std::vector<std::pair<Buffer, uint64_t>> t_scratch_pool;
 
-std::pair<std::unique_ptr<unsigned char[]>, uint64_t> take_scratch(uint64_t bytes) {
+std::pair<Buffer, uint64_t> take_scratch(uint64_t bytes) {
   size_t best = t_scratch_pool.size();
   for (size_t i = 0; i < t_scratch_pool.size(); ++i)
     if (t_scratch_pool[i].second >= bytes && (best == t_scratch_pool.size() || t_scratch_pool[i].second < t_scratch_pool[best].second))
       best = i;
-  if (best == t_scratch_pool.size()) return {std::unique_ptr<unsigned char[]>(new unsigned char[bytes]), bytes};
+  if (best == t_scratch_pool.size()) return {allocate_buffer(bytes), bytes};
   auto found = std::move(t_scratch_pool[best]);
   t_scratch_pool.erase(t_scratch_pool.begin() + long(best));
   return found;
 }
 
-void give_back_scratch(std::unique_ptr<unsigned char[]> data, uint64_t size) {
+void give_back_scratch(Buffer data, uint64_t size) {
   if (!data) return;
   t_scratch_pool.emplace_back(std::move(data), size);
   if (t_scratch_pool.size() > kPoolBuffers) {  // drop the smallest

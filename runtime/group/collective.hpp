@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/buffer.hpp"
 #include "group/p2p.hpp"
 #include "group/task.hpp"
 
@@ -198,7 +199,7 @@ class Collective {
   // Uninitialized, and recycled through a per-thread pool: zero-filling and first-touch page faults of
   // a fresh 128 MiB buffer cost more than reducing it.
   struct Scratch {
-    std::unique_ptr<unsigned char[]> data;
+    Buffer data;
     uint64_t size = 0;
   };
   std::vector<Scratch> scratch_;

@@ -6,9 +6,12 @@
 //   drift FILE    FILE claims a link far slower than loopback; [codec] auto_recheck_steps = 3: after
 //                 step 3 the measured exchanges are far from the prediction and every rank chooses again
 //   steady FILE   the same with auto_drift = 1e9: the choice at finalize stays
-//   straggler     measured at finalize; rank 0 arrives 1 s late at steps 1-3 (auto_recheck_steps = 3,
-//                 auto_drift = 8): the others' exchanges include their wait, rank 0's do not; the check
-//                 goes by the rank that waited least and does not choose again
+//   straggler     measured at finalize; rank 0 arrives 1.5 s late at steps 1-3 (auto_recheck_steps = 3,
+//                 auto_drift = 30): the others' exchanges include their wait (hundreds of times the
+//                 prediction), rank 0's do not; the check goes by the rank that waited least and neither
+//                 chooses again nor keeps the codec with a rescaled expectation. The threshold is wide:
+//                 after a rest the exchange itself runs several times slower than measured back to back
+//                 (memory that rested is cold: the waiting ranks' tensors, shared-memory segments)
 //   adopt LIGHT STRONG  a checkpoint of a run that chose from LIGHT (none or fp16) loaded by a run that
 //                 chose from STRONG (int8 or topk): the bucket takes the checkpoint's codec
 // Every case checks that all ranks chose the same codec, that gw_sync stats carry it and its reason,
@@ -95,18 +98,19 @@ int recheck_case(bool drifting, const std::string& file) {
 
 int straggler_case() {
   gw_runtime* rt = make_runtime("[codec]\nname = \"auto\"\nallow = [\"none\", \"fp16\", \"int8\", \"topk\"]\n"
-                                "auto_recheck_steps = 3\nauto_drift = 8\n");
+                                "auto_recheck_steps = 3\nauto_drift = 30\n");
   gw_comm* comm = make_comm(rt);
   {
     Layer layer(comm, rt);
     const std::string first = layer.codec();
     for (uint64_t s = 1; s <= 3; ++s) {
-      if (g_rank == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (g_rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
       layer.step(comm, s);
     }
     const std::string codec = layer.codec(), reason = layer.reason();
     std::printf("[%d] after 3 steps: %s: %s\n", g_rank, codec.c_str(), reason.c_str());
-    if (reason.find("chosen again") != std::string::npos || codec != first)
+    if (reason.find("chosen again") != std::string::npos || reason.find("kept at") != std::string::npos ||
+        codec != first)
       die("a late rank made the others' waits count as exchange time: " + reason);
     layer.step(comm, 4);
   }
