@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "bootstrap/rendezvous.hpp"
 #include "core/error.hpp"
@@ -509,7 +510,7 @@ std::unique_ptr<MembershipSession> MembershipSession::lead(MembershipListener& l
         send_frame(a.first, encode(v), after(1.0));
         s->fds_.push_back(a.first);
       }
-    for (const Joiner& j : joiners) ::close(j.fd);
+    joiners.clear();  // closed: they ask again
     return s;
   }
   v.epoch = mine.epoch + 1;
@@ -535,10 +536,10 @@ std::unique_ptr<MembershipSession> MembershipSession::lead(MembershipListener& l
   if (v.status == 0)
     for (size_t j = 0; j < joiners.size(); ++j) {
       v.members.push_back(old_size + uint32_t(j));
-      s->fds_.push_back(joiners[j].fd);
+      s->fds_.push_back(joiners[j].release());
     }
   else
-    for (const Joiner& j : joiners) ::close(j.fd);
+    joiners.clear();  // closed: they ask again
   for (uint32_t i = 0; i < v.members.size(); ++i) {
     v.your_rank = i;
     if (s->fds_[i] >= 0) send_frame(s->fds_[i], encode(v), after(wait_s));
@@ -660,6 +661,23 @@ std::unique_ptr<MembershipSession> MembershipSession::join(const std::vector<std
                            " s ([runtime] timeout_s + 10 s) at the join contact (" + tried + "): " + last_error);
 }
 
+Joiner::Joiner(Joiner&& other) noexcept : fd(std::exchange(other.fd, -1)), proposal(std::move(other.proposal)) {}
+
+Joiner& Joiner::operator=(Joiner&& other) noexcept {
+  if (this != &other) {
+    if (fd >= 0) ::close(fd);
+    fd = std::exchange(other.fd, -1);
+    proposal = std::move(other.proposal);
+  }
+  return *this;
+}
+
+Joiner::~Joiner() {
+  if (fd >= 0) ::close(fd);
+}
+
+int Joiner::release() noexcept { return std::exchange(fd, -1); }
+
 std::vector<Joiner> accept_joiners(MembershipListener& contact) {
   std::vector<Joiner> out;
   for (;;) {
@@ -674,10 +692,7 @@ std::vector<Joiner> accept_joiners(MembershipListener& contact) {
       if (recv_frame(fd, &body, after(1.0))) j.proposal = decode_proposal(body);
     } catch (const Error&) {
     }
-    if (!j.proposal.join) {
-      ::close(fd);
-      continue;
-    }
+    if (!j.proposal.join) continue;  // closed with j
     out.push_back(std::move(j));
   }
 }

@@ -64,9 +64,19 @@ struct Verdict {
 };
 
 // A join request read from the join contact, waiting for the next step boundary.
+// A joiner's connection owns its descriptor: a joiner accepted by a step that then failed (its
+// connection dropped with the step's state) sees the connection close and asks again, instead of
+// waiting for an answer from a descriptor nobody holds any more.
 struct Joiner {
   int fd = -1;
   Proposal proposal;
+  Joiner() = default;
+  Joiner(Joiner&& other) noexcept;
+  Joiner& operator=(Joiner&& other) noexcept;
+  Joiner(const Joiner&) = delete;
+  Joiner& operator=(const Joiner&) = delete;
+  ~Joiner();
+  int release() noexcept;  // the descriptor, no longer closed by this Joiner
 };
 // Accepts every connection waiting on the join contact and reads its request (nonblocking when none).
 std::vector<Joiner> accept_joiners(MembershipListener& contact);

@@ -3,7 +3,8 @@
 // the last membership), new ranks in the old order, the least completed step, ranks whose listener is
 // closed counted as gone, a proposal of an older epoch refused, a leader of an older epoch refused by the
 // members that moved on, a proposal that arrives before the leader's own step failed kept for its
-// agreement, and joiners placed after the members, found at whichever contact candidate listens.
+// agreement, joiners placed after the members, found at whichever contact candidate listens, and a
+// joiner dropped by a failed step asking again.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -225,6 +226,37 @@ TEST(Membership, AJoinerFindsTheContactAmongTheCandidates) {
   EXPECT_EQ(l.members, (std::vector<uint32_t>{0, 1}));
   EXPECT_EQ(j.your_rank, 1u);
   EXPECT_EQ(j.steps, 3u);
+}
+
+// Rank 0 accepts a joiner at a step boundary and the step then fails (a member died): the joiners it
+// held go with the failed step. Their connections close, so the joiner asks again and the agreement
+// after the recovery admits it (a descriptor left open made the joiner wait, unanswered, to its deadline).
+TEST(Membership, AJoinerDroppedByAFailedStepAsksAgainAndIsAdmitted) {
+  MembershipListener contact("127.0.0.1", 0, true);
+  Proposal join;
+  join.join = true;
+  join.address = "127.0.0.1:1";
+  auto joiner = std::async(std::launch::async, [&] {
+    return MembershipSession::join({contact.address()}, join, 10.0)->verdict();
+  });
+  auto accept = [&] {
+    std::vector<gw::bootstrap::Joiner> waiting;
+    for (int i = 0; i < 250 && waiting.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      waiting = gw::bootstrap::accept_joiners(contact);
+    }
+    return waiting;
+  };
+  ASSERT_EQ(accept().size(), 1u);  // accepted, then dropped with the failed step
+  std::vector<gw::bootstrap::Joiner> again = accept();
+  ASSERT_EQ(again.size(), 1u) << "the joiner did not ask again after its connection was dropped";
+  Group g(1);
+  const Verdict l =
+      MembershipSession::lead(*g.listeners[0], 1, proposal(0, 7), 1, 5.0, g.addresses, std::move(again))->verdict();
+  const Verdict j = joiner.get();
+  EXPECT_EQ(l.members, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(j.your_rank, 1u);
+  EXPECT_EQ(j.steps, 7u);
 }
 
 // No candidate answers: a clear error naming the contacts tried, after the wait.
