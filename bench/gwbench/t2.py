@@ -56,6 +56,11 @@ def summary(rows):
                 sent = f"{r['bytes_per_step'] / 1e6:.2f} MB" if r.get("bytes_per_step") else "-"
                 print(f"{r['config']:<16}{1000 * step:>9.0f}{comm:>8}{(f'{t80:.1f} s' if t80 is not None else 'never'):>10}"
                       f"{sooner80:>8}{(f'{t85:.1f} s' if t85 is not None else 'never'):>10}{sooner:>8}{r['final_accuracy']:>10.4f}{gap:>11}{sent:>11}")
+            loads = [r for r in rows if r["link"] == link and r["kind"] == "load"]
+            if loads:
+                print("load average (1 min) on this machine's " + str(loads[0]["cores"]) + " cores: " +
+                      ", ".join(f"{r['when']} {r['load1']:.1f}" for r in loads) +
+                      "; every configuration ran under it, one after another")
             def t85(name):
                 r = next((r for r in res if r["config"] == name), None)
                 return r["seconds_to_85"] if r else None
@@ -87,8 +92,13 @@ def main(args):
     os.makedirs(out, exist_ok=True)
     jsonl = os.path.join(out, "t2.jsonl")
     open(jsonl, "w").close()
+    def load_row(rate, when):
+        harness.load(PROG, f"{when} {rate}")
+        harness.append_jsonl(jsonl, [{"kind": "load", "link": rate, "when": when, "cores": os.cpu_count(),
+                                      "load1": os.getloadavg()[0]}])
+
     for rate in rates.split():
-        harness.load(PROG, f"before {rate}")
+        load_row(rate, "before")
         print(f"== PyTorch DDP, 4 ranks, {rate} links", flush=True)
         link = harness.link_args(PROG, rate)
         # gradwire run places the ranks (MASTER_ADDR, GLOO_SOCKET_IFNAME in the cluster); the trainer takes
@@ -98,7 +108,7 @@ def main(args):
                             "--train-images", train_images, *args], log,
                            show=r'^\[0\] .*"kind": "(result|compute)"', extra_env={"OMP_NUM_THREADS": "1"})
         harness.append_jsonl(jsonl, harness.rank0_json(log))
-        harness.load(PROG, f"after {rate}")
+        load_row(rate, "after")
     harness.finish(harness.env("RESULT", "T2"), out, summary(harness.read_jsonl(jsonl)),
                    f'RATES="{rates}" EPOCHS={epochs} TRAIN_IMAGES={train_images} bench/run.py T2 {harness.shown(args)}')
 

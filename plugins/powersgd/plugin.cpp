@@ -25,7 +25,7 @@ namespace {
 using gwc::fail;
 using psgd::Pool;
 
-// Threads a codec uses at most for its products (threads = 0: the cores the process may use, up to this).
+// Threads a codec uses at most for its products (threads = 0: its share of the cores, up to this).
 constexpr unsigned kMaxThreads = 64;
 
 struct Segment {
@@ -133,8 +133,9 @@ class Codec final : public gwc::CodecBase {
     warm_start_ = config.get_bool("warm_start", true);
     start_step_ = uint64_t(config.get_int("start_step", 0));
     const int64_t threads = config.get_int("threads", 0);
-    if (threads < 0) fail(GW_ERR_CONFIG, "powersgd: threads is " + std::to_string(threads) + "; give 0 (every core) or more");
-    threads_ = threads == 0 ? Pool::available(kMaxThreads) : unsigned(std::min<int64_t>(threads, kMaxThreads));
+    if (threads < 0) fail(GW_ERR_CONFIG, "powersgd: threads is " + std::to_string(threads) + "; give 0 (this rank's share of the cores) or more");
+    threads_ = threads == 0 ? Pool::available(kMaxThreads, Pool::ranks_on_host())
+                            : unsigned(std::min<int64_t>(threads, kMaxThreads));
     const std::string format = config.get_string("factor_format", "f32");
     wire_ = format == "fp16" ? "fp16" : format == "int8" ? "int8" : "none";
     // int8 scales each block of 256 elements by its largest: each tensor's factor starts a block of its own,
@@ -627,8 +628,9 @@ constexpr gw_config_key kKeys[] = {
     {sizeof(gw_config_key), "start_step", GW_CONFIG_INT, "0",
      "Calls with step below this are exact allreduces (PyTorch's start_powerSGD_iter).", 0.0, 9.0e15, nullptr},
     {sizeof(gw_config_key), "threads", GW_CONFIG_INT, "0",
-     "Threads for the products of a large tensor (0: every core the process may use). The result is the same "
-     "bits whatever the count.",
+     "Threads for the products of a large tensor (0: the cores the process may use shared by the ranks of its "
+     "host, as GW_LOCAL_SIZE or LOCAL_WORLD_SIZE count them: at least 1 each). The result is the same bits "
+     "whatever the count.",
      0.0, 64.0, nullptr},
     {sizeof(gw_config_key), "factor_format", GW_CONFIG_STRING, "\"f32\"",
      "How P and Q travel: f32 (exact sums), fp16 or int8 (through that codec's compressed allreduce).", 1.0, 0.0,

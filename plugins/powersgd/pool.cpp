@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace psgd {
 
@@ -19,14 +20,28 @@ Pool::~Pool() {
   for (std::thread& t : workers_) t.join();
 }
 
-unsigned Pool::available(unsigned limit) {
+unsigned Pool::available(unsigned limit, unsigned ranks_here) {
   unsigned n = 0;
 #ifdef __linux__
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) n = unsigned(CPU_COUNT(&set));
 #endif
   if (n == 0) n = std::thread::hardware_concurrency();
+  // Ranks that outnumber the cores each take one thread: a second thread only waits for a core the other
+  // ranks hold, and the part it took holds up the product until it gets one.
+  n /= std::max(ranks_here, 1u);
   return std::clamp(n, 1u, std::max(limit, 1u));
+}
+
+unsigned Pool::ranks_on_host() {
+  for (const char* name : {"GW_LOCAL_SIZE", "LOCAL_WORLD_SIZE"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(v, &end, 10);
+    if (*end == '\0' && n >= 1 && n <= 1u << 20) return unsigned(n);
+  }
+  return 1;
 }
 
 bool Pool::take(unsigned* i) {  // mutex_ held

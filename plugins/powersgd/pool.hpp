@@ -25,8 +25,12 @@ class Pool {
   // when all have returned. One run at a time per pool; part must not throw.
   void run(unsigned parts, const std::function<void(unsigned)>& part);
 
-  // The thread count of a pool for this machine: the cores the process may run on, at most `limit`.
-  static unsigned available(unsigned limit);
+  // The thread count of a pool for this machine: the cores the process may run on, shared by the
+  // `ranks_here` ranks of this host (each gets its share, at least 1), at most `limit`.
+  static unsigned available(unsigned limit, unsigned ranks_here = 1);
+  // The ranks on this host as the launcher says: GW_LOCAL_SIZE (gradwire run), else LOCAL_WORLD_SIZE
+  // (torchrun), else 1.
+  static unsigned ranks_on_host();
 
  private:
   void work();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "core/bytes.hpp"
 #include "core/error.hpp"
@@ -434,17 +435,30 @@ gw_status Communicator::test(gw_request* r) {
 gw_status Communicator::wait(gw_request* r, double timeout_s) {
   const auto start = Clock::now();
   const auto spin = std::chrono::microseconds(settings_.wait_spin_us);
+  const auto longest_nap = std::chrono::microseconds(settings_.wait_sleep_us);
+  constexpr auto kFirstNap = std::chrono::microseconds(10);
+  auto nap = std::min<std::chrono::microseconds>(kFirstNap, longest_nap);
   auto last_progress = start;
   while (r->status == GW_IN_PROGRESS) {
     if (progress()) {
       last_progress = Clock::now();
+      nap = std::min<std::chrono::microseconds>(kFirstNap, longest_nap);
       continue;
     }
     if (r->status != GW_IN_PROGRESS) break;
     const auto now = Clock::now();
     if (timeout_s >= 0 && std::chrono::duration<double>(now - start).count() > timeout_s) return GW_ERR_TIMEOUT;
-    // Spin a little (a message is usually microseconds away), then let other ranks on this core run.
-    if (now - last_progress > spin) sched_yield();
+    // Spin a little (a message is usually microseconds away), then let other ranks on this core run: by
+    // yielding (the rank stays runnable and takes its turns on the core), or, with [runtime]
+    // wait_sleep_us, by sleeping, 10 us and twice as long each time nothing moved, up to wait_sleep_us
+    // (oversubscribed ranks: a rank that only yields keeps a share of the core the rank it waits for needs).
+    if (now - last_progress <= spin) continue;
+    if (longest_nap.count() == 0) {
+      sched_yield();
+      continue;
+    }
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, longest_nap);
   }
   return r->status;
 }

@@ -60,6 +60,7 @@ struct CommSettings {
   uint64_t ring_threshold_bytes = 64 * 1024;  // allreduce: recursive doubling below, ring from here
   uint64_t pipeline_chunk_bytes = 1 << 20;    // compressed allreduce: f32 bytes per pipelined piece
   uint64_t wait_spin_us = 50;                 // [runtime] wait_spin_us, "auto" resolved at creation
+  uint64_t wait_sleep_us = 0;                 // [runtime] wait_sleep_us (0: yield), "auto" resolved at creation
   std::string two_level = "auto";             // [collectives] two_level: auto, on, off
   std::string two_level_cross = "auto";       // [collectives] two_level_cross: auto, gather, scatter
   uint32_t ranks_here = 1;                    // ranks of this communicator on this host

@@ -53,6 +53,13 @@ uint64_t spin_us(int64_t configured, uint32_t ranks_here, uint32_t cpus) {
   return ranks_here <= cpus ? 1000 : 5;
 }
 
+// [runtime] wait_sleep_us = -1: ranks that each have a CPU yield between polls (0); oversubscribed ranks
+// sleep up to 100 us, so that the waiting ones leave the cores to the ranks that compute or send.
+uint64_t sleep_us(int64_t configured, uint32_t ranks_here, uint32_t cpus) {
+  if (configured >= 0) return uint64_t(configured);
+  return ranks_here <= cpus ? 0 : 100;
+}
+
 // Sends `blob` to every other rank of `group` (world ranks) over `t` and returns theirs, in group order
 // (this rank's own is `blob`). Two messages per pair: the size, then the bytes.
 std::vector<std::string> exchange_in_group(TransportP2P& t, const std::vector<uint32_t>& group, const std::string& blob,
@@ -201,11 +208,16 @@ std::unique_ptr<Communicator> create_communicator(const Runtime& runtime, const 
   }
   const uint32_t cpus = usable_cpus();
   settings.wait_spin_us = spin_us(runtime.config().get_int("runtime", "wait_spin_us"), ranks_here, cpus);
+  settings.wait_sleep_us = sleep_us(runtime.config().get_int("runtime", "wait_sleep_us"), ranks_here, cpus);
   settings.ranks_here = ranks_here;
   settings.cpus = cpus;
   runtime.logger().info("comm", std::to_string(ranks_here) + " ranks on this host, " + std::to_string(cpus) +
                                     " CPUs usable: waits spin " + std::to_string(settings.wait_spin_us) +
-                                    " us before yielding ([runtime] wait_spin_us)");
+                                    " us before " +
+                                    (settings.wait_sleep_us == 0
+                                         ? std::string("yielding")
+                                         : "sleeping up to " + std::to_string(settings.wait_sleep_us) + " us") +
+                                    " between polls ([runtime] wait_spin_us, wait_sleep_us)");
   check_identities(identities);
   transport->connect(addresses, settings.timeout_s, settings.timeout_source);
   if (device) {

@@ -20,9 +20,15 @@ Schema Schema::builtin() {
             "Seconds any wait (bootstrap, collective, request) may last before it fails with "
             "GW_ERR_TIMEOUT.", 0.001, 1e7, {}},
            {"wait_spin_us", ValueType::Int, "-1",
-            "Microseconds a wait polls without completing anything before it yields the core between "
-            "polls; -1: 1000 when this host runs no more ranks than this process may use CPUs, else 5 "
+            "Microseconds a wait polls without completing anything before it lets the core go between "
+            "polls (wait_sleep_us); -1: 1000 when this host runs no more ranks than this process may use CPUs, else 5 "
             "(oversubscribed ranks must let each other run).", -1, 1e7, {}},
+           {"wait_sleep_us", ValueType::Int, "-1",
+            "Longest sleep, in microseconds, between a wait's polls once it has polled wait_spin_us "
+            "without completing anything (it sleeps 10 us, then twice as long each time, up to this); 0: it "
+            "yields the core instead and stays runnable; -1: 0 when this host runs no more ranks than this "
+            "process may use CPUs, else 100 (a rank that only yields keeps a share of the core the rank it "
+            "waits for needs).", -1, 1e6, {}},
            {"log_level", ValueType::String, "\"warn\"",
             "Least severe log level printed; the more verbose of this and the application's choice "
             "applies.", 1, kUnbounded, {"error", "warn", "info", "debug", "trace"}},

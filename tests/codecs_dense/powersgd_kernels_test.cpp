@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels.hpp"
@@ -151,6 +153,34 @@ TEST(PowerSgdKernels, PoolRunsEveryPartOnce) {
     for (int rep = 0; rep < 20; ++rep) pool.run(parts, [&](unsigned i) { ++hits[i]; });
     for (unsigned i = 0; i < parts; ++i) EXPECT_EQ(hits[i], 20) << "part " << i << " of " << parts;
   }
+}
+
+// threads = 0: the cores shared by the ranks of the host, as the launcher counts them (GW_LOCAL_SIZE, else
+// LOCAL_WORLD_SIZE), at least one thread each: ranks that outnumber the cores do not start a second thread
+// that would wait for a core the other ranks hold.
+TEST(PowerSgdKernels, PoolThreadsAreThisRanksShareOfTheCores) {
+  const unsigned cores = psgd::Pool::available(64);
+  ASSERT_GE(cores, 1u);
+  EXPECT_EQ(psgd::Pool::available(64, 1), cores);
+  EXPECT_EQ(psgd::Pool::available(64, 2 * cores), 1u);
+  EXPECT_EQ(psgd::Pool::available(64, cores), 1u);
+  EXPECT_EQ(psgd::Pool::available(1, 1), 1u);
+  const char* saved_gw = std::getenv("GW_LOCAL_SIZE");
+  const char* saved_torch = std::getenv("LOCAL_WORLD_SIZE");
+  const std::string gw = saved_gw ? saved_gw : "", torch = saved_torch ? saved_torch : "";
+  unsetenv("GW_LOCAL_SIZE");
+  unsetenv("LOCAL_WORLD_SIZE");
+  EXPECT_EQ(psgd::Pool::ranks_on_host(), 1u);
+  setenv("LOCAL_WORLD_SIZE", "3", 1);
+  EXPECT_EQ(psgd::Pool::ranks_on_host(), 3u);
+  setenv("GW_LOCAL_SIZE", "4", 1);
+  EXPECT_EQ(psgd::Pool::ranks_on_host(), 4u);  // gradwire run's count first
+  setenv("GW_LOCAL_SIZE", "four", 1);
+  EXPECT_EQ(psgd::Pool::ranks_on_host(), 3u);  // not a count: the next one
+  unsetenv("GW_LOCAL_SIZE");
+  unsetenv("LOCAL_WORLD_SIZE");
+  if (saved_gw) setenv("GW_LOCAL_SIZE", gw.c_str(), 1);
+  if (saved_torch) setenv("LOCAL_WORLD_SIZE", torch.c_str(), 1);
 }
 
 }  // namespace

@@ -227,10 +227,11 @@ TEST_P(Comm, RankKilledMidCollective) {
 INSTANTIATE_TEST_SUITE_P(Ucx, Comm, ::testing::Values("shm", "tcp", "routed"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
-// [runtime] wait_spin_us = -1 (the default): ranks that each have a CPU spin 1 ms before yielding; ranks
-// that outnumber the CPUs they may use spin 5 us, so that a waiting rank hands its core to the rank it
-// waits for. Pinned to one CPU, 1 rank has a CPU of its own and 3 ranks do not.
-TEST(CommCreate, WaitsSpinBrieflyOnlyWhenRanksOutnumberTheirCpus) {
+// [runtime] wait_spin_us and wait_sleep_us = -1 (the defaults): ranks that each have a CPU spin 1 ms, then
+// yield between polls; ranks that outnumber the CPUs they may use spin 5 us, then sleep between polls (up to
+// 100 us), so that a waiting rank hands its core to the rank it waits for. Pinned to one CPU, 1 rank has a
+// CPU of its own and 3 ranks do not; wait_sleep_us = 0 makes the crowded ones yield again.
+TEST(CommCreate, WaitsSpinBrieflyAndSleepOnlyWhenRanksOutnumberTheirCpus) {
   cpu_set_t allowed;
   ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
   int first = 0;
@@ -239,11 +240,18 @@ TEST(CommCreate, WaitsSpinBrieflyOnlyWhenRanksOutnumberTheirCpus) {
   const std::string pin = "GRADWIRE_RUNTIME_LOG_LEVEL=info taskset -c " + std::to_string(first);
   const Outcome alone = run("shm", 1, "collectives 7", pin);
   expect_all_ok(alone, 1);
-  EXPECT_EQ(count_of(alone.output, "1 ranks on this host, 1 CPUs usable: waits spin 1000 us"), 1) << alone.output;
+  EXPECT_EQ(count_of(alone.output, "1 ranks on this host, 1 CPUs usable: waits spin 1000 us before yielding"), 1)
+      << alone.output;
   const Outcome crowded = run("shm", 3, "collectives 7", pin);
   expect_all_ok(crowded, 3);
-  EXPECT_EQ(count_of(crowded.output, "3 ranks on this host, 1 CPUs usable: waits spin 5 us"), 3)
+  EXPECT_EQ(count_of(crowded.output, "3 ranks on this host, 1 CPUs usable: waits spin 5 us before sleeping up to "
+                                     "100 us between polls"),
+            3)
       << crowded.output;
+  const Outcome yielding = run("shm", 3, "collectives 7", "GRADWIRE_RUNTIME_WAIT_SLEEP_US=0 " + pin);
+  expect_all_ok(yielding, 3);
+  EXPECT_EQ(count_of(yielding.output, "3 ranks on this host, 1 CPUs usable: waits spin 5 us before yielding"), 3)
+      << yielding.output;
 }
 
 // [transport.ucx] tcp_rx_segment: UCX's TCP transport receives into 512 KiB segments unless the

@@ -13,6 +13,9 @@ learning rate, the global batch split evenly over the ranks), once per configura
                                                         gw-powersgd    gradwire hook, powersgd (the same rank
                                                                        and start as torch-powersgd)
                                                         gw-powersgd-int8  the same, P and Q as int8
+                                                        gw-powersgd-batched  gw-powersgd, the step's buckets
+                                                                       sharing one collective per round
+                                                                       (rounds_batch = 0)
 
 Prints JSON lines: "compute" (the step without any communication: the same model, no DDP, on every rank at
 once; before and after the configurations), "eval" per evaluation and "result" per configuration (time to
@@ -54,6 +57,7 @@ CONFIGS = {
     # The rank and start step come from --powersgd-rank and --powersgd-start, as torch-powersgd's (run()).
     "gw-powersgd": dict(codec="powersgd", error_feedback=False),
     "gw-powersgd-int8": dict(codec="powersgd", error_feedback=False, factor_format="int8"),
+    "gw-powersgd-batched": dict(codec="powersgd", error_feedback=False, rounds_batch=0),
 }
 
 
