@@ -23,12 +23,12 @@ Schema Schema::builtin() {
             "Microseconds a wait polls without completing anything before it lets the core go between "
             "polls (wait_sleep_us); -1: 1000 when this host runs no more ranks than this process may use CPUs, else 5 "
             "(oversubscribed ranks must let each other run).", -1, 1e7, {}},
-           {"wait_sleep_us", ValueType::Int, "-1",
+           {"wait_sleep_us", ValueType::Int, "0",
             "Longest sleep, in microseconds, between a wait's polls once it has polled wait_spin_us "
             "without completing anything (it sleeps 10 us, then twice as long each time, up to this); 0: it "
             "yields the core instead and stays runnable; -1: 0 when this host runs no more ranks than this "
             "process may use CPUs, else 100 (a rank that only yields keeps a share of the core the rank it "
-            "waits for needs).", -1, 1e6, {}},
+            "waits for needs; an option for oversubscribed hosts, not yet the default).", -1, 1e6, {}},
            {"log_level", ValueType::String, "\"warn\"",
             "Least severe log level printed; the more verbose of this and the application's choice "
             "applies.", 1, kUnbounded, {"error", "warn", "info", "debug", "trace"}},

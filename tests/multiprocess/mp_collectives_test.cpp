@@ -227,28 +227,29 @@ TEST_P(Comm, RankKilledMidCollective) {
 INSTANTIATE_TEST_SUITE_P(Ucx, Comm, ::testing::Values("shm", "tcp", "routed"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
-// [runtime] wait_spin_us and wait_sleep_us = -1 (the defaults): ranks that each have a CPU spin 1 ms, then
-// yield between polls; ranks that outnumber the CPUs they may use spin 5 us, then sleep between polls (up to
-// 100 us), so that a waiting rank hands its core to the rank it waits for. Pinned to one CPU, 1 rank has a
-// CPU of its own and 3 ranks do not; wait_sleep_us = 0 makes the crowded ones yield again.
-TEST(CommCreate, WaitsSpinBrieflyAndSleepOnlyWhenRanksOutnumberTheirCpus) {
+// [runtime] wait_spin_us = -1 (the default): ranks that each have a CPU spin 1 ms, then yield between
+// polls; ranks that outnumber the CPUs they may use spin 5 us, then yield. wait_sleep_us = -1 makes the
+// crowded ones sleep between polls (up to 100 us) instead, so that a waiting rank hands its core to the
+// rank it waits for; a rank with a CPU of its own still yields. Pinned to one CPU, 1 rank has a CPU of its
+// own and 3 ranks do not.
+TEST(CommCreate, WaitsSpinBrieflyAndSleepOnlyWhenAskedAndRanksOutnumberTheirCpus) {
   cpu_set_t allowed;
   ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
   int first = 0;
   while (first < CPU_SETSIZE && !CPU_ISSET(first, &allowed)) ++first;
   ASSERT_LT(first, CPU_SETSIZE);
   const std::string pin = "GRADWIRE_RUNTIME_LOG_LEVEL=info taskset -c " + std::to_string(first);
-  const Outcome alone = run("shm", 1, "collectives 7", pin);
+  const Outcome alone = run("shm", 1, "collectives 7", "GRADWIRE_RUNTIME_WAIT_SLEEP_US=-1 " + pin);
   expect_all_ok(alone, 1);
   EXPECT_EQ(count_of(alone.output, "1 ranks on this host, 1 CPUs usable: waits spin 1000 us before yielding"), 1)
       << alone.output;
-  const Outcome crowded = run("shm", 3, "collectives 7", pin);
-  expect_all_ok(crowded, 3);
-  EXPECT_EQ(count_of(crowded.output, "3 ranks on this host, 1 CPUs usable: waits spin 5 us before sleeping up to "
-                                     "100 us between polls"),
+  const Outcome sleeping = run("shm", 3, "collectives 7", "GRADWIRE_RUNTIME_WAIT_SLEEP_US=-1 " + pin);
+  expect_all_ok(sleeping, 3);
+  EXPECT_EQ(count_of(sleeping.output, "3 ranks on this host, 1 CPUs usable: waits spin 5 us before sleeping up to "
+                                      "100 us between polls"),
             3)
-      << crowded.output;
-  const Outcome yielding = run("shm", 3, "collectives 7", "GRADWIRE_RUNTIME_WAIT_SLEEP_US=0 " + pin);
+      << sleeping.output;
+  const Outcome yielding = run("shm", 3, "collectives 7", pin);
   expect_all_ok(yielding, 3);
   EXPECT_EQ(count_of(yielding.output, "3 ranks on this host, 1 CPUs usable: waits spin 5 us before yielding"), 3)
       << yielding.output;
