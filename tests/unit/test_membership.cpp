@@ -44,6 +44,16 @@ struct Group {
   }
 };
 
+// The join requests waiting at `contact`, asked every 20 ms for up to 5 s until there are some.
+std::vector<gw::bootstrap::Joiner> waiting_joiners(MembershipListener& contact) {
+  std::vector<gw::bootstrap::Joiner> waiting;
+  for (int i = 0; i < 250 && waiting.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    waiting = gw::bootstrap::accept_joiners(contact);
+  }
+  return waiting;
+}
+
 // The leader (rank `leader`) and the followers `followers` agree; returns each one's verdict by old rank.
 std::map<uint32_t, Verdict> agree(Group& g, uint32_t leader, const std::vector<uint32_t>& followers,
                                   const std::vector<uint64_t>& steps, uint32_t min_ranks) {
@@ -120,11 +130,7 @@ TEST(Membership, JoinersComeAfterTheMembers) {
   auto joiner = std::async(std::launch::async, [&] {
     return MembershipSession::join({contact.address()}, join, 10.0)->verdict();
   });
-  std::vector<gw::bootstrap::Joiner> waiting;
-  for (int i = 0; i < 100 && waiting.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    waiting = gw::bootstrap::accept_joiners(contact);
-  }
+  std::vector<gw::bootstrap::Joiner> waiting = waiting_joiners(contact);
   ASSERT_EQ(waiting.size(), 1u);
   auto lead = std::async(std::launch::async, [&] {
     return MembershipSession::lead(*g.listeners[0], 2, proposal(0, 9), 1, 5.0, g.addresses, std::move(waiting))->verdict();
@@ -213,11 +219,7 @@ TEST(Membership, AJoinerFindsTheContactAmongTheCandidates) {
   auto joiner = std::async(std::launch::async, [&] {
     return MembershipSession::join({closed, contact.address()}, join, 10.0)->verdict();
   });
-  std::vector<gw::bootstrap::Joiner> waiting;
-  for (int i = 0; i < 250 && waiting.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    waiting = gw::bootstrap::accept_joiners(contact);
-  }
+  std::vector<gw::bootstrap::Joiner> waiting = waiting_joiners(contact);
   ASSERT_EQ(waiting.size(), 1u);
   Group g(1);
   const Verdict l =
@@ -239,16 +241,8 @@ TEST(Membership, AJoinerDroppedByAFailedStepAsksAgainAndIsAdmitted) {
   auto joiner = std::async(std::launch::async, [&] {
     return MembershipSession::join({contact.address()}, join, 10.0)->verdict();
   });
-  auto accept = [&] {
-    std::vector<gw::bootstrap::Joiner> waiting;
-    for (int i = 0; i < 250 && waiting.empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      waiting = gw::bootstrap::accept_joiners(contact);
-    }
-    return waiting;
-  };
-  ASSERT_EQ(accept().size(), 1u);  // accepted, then dropped with the failed step
-  std::vector<gw::bootstrap::Joiner> again = accept();
+  ASSERT_EQ(waiting_joiners(contact).size(), 1u);  // accepted, then dropped with the failed step
+  std::vector<gw::bootstrap::Joiner> again = waiting_joiners(contact);
   ASSERT_EQ(again.size(), 1u) << "the joiner did not ask again after its connection was dropped";
   Group g(1);
   const Verdict l =

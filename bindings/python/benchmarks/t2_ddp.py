@@ -113,12 +113,15 @@ def run(args, name, split, rank, world, norm, sizes, link):
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     elif name == "torch-powersgd":
         ps = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=args.powersgd_rank,
-                                         start_powerSGD_iter=args.powersgd_start, random_seed=args.seed)
+                                         start_powerSGD_iter=args.powersgd_start,
+                                         random_seed=args.seed if args.powersgd_seed is None else args.powersgd_seed)
         ddp.register_comm_hook(ps, powerSGD_hook.powerSGD_hook)
     elif name.startswith("gw-"):
         options = dict(CONFIGS[name])
         if options["codec"] == "powersgd":
             options.update(rank=args.powersgd_rank, start_step=args.powersgd_start)
+            if args.powersgd_seed is not None:
+                options.update(seed=args.powersgd_seed)
         state = gwt.HookState(model=model, timeout=args.timeout, **options)
         ddp.register_comm_hook(state, gwt.hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum)
@@ -184,6 +187,9 @@ def main():
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--powersgd-rank", type=int, default=4)
     p.add_argument("--powersgd-start", type=int, default=10)
+    p.add_argument("--powersgd-seed", type=int, default=None,
+                   help="the seed of PowerSGD's first random Q: torch's random_seed and gradwire's [codec] seed "
+                        "(default: --seed for torch, [codec] seed's default for gradwire)")
     p.add_argument("--evals-per-epoch", type=int, default=4)
     p.add_argument("--train-images", type=int, default=0, help="use the first N training images (0: all)")
     p.add_argument("--test-images", type=int, default=0)
