@@ -249,7 +249,7 @@ def main():
             rows = [train_scenario(args, baseline) for _ in range(n)]
             deltas = [r["accuracy_delta"] for r in rows if r.get("accuracy_delta") is not None]
             if deltas:
-                train_notes.append("train: final accuracy of the unfailed run %.4f; with a kill %+.2f to %+.2f points "
+                train_notes.append("train: the unfailed run's final accuracy %.4f; with a kill %+.2f to %+.2f points "
                                    "(mean %+.2f) over %d runs" % (baseline, min(deltas), max(deltas),
                                                                   sum(deltas) / len(deltas), len(deltas)))
         else:
