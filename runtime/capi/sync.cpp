@@ -21,9 +21,14 @@ gw_status locked(gw_sync* sync, F&& body) {
   return gw::guard([&] {
     gw::require(sync, "sync");
     Synchronizer& s = *sync->impl;
-    std::lock_guard lock(s.mutex());
-    const gw_status st = body(s);
-    s.notify();
+    gw_status st;
+    bool wake = false;
+    {
+      std::lock_guard lock(s.mutex());
+      st = body(s);
+      wake = s.wants_progress();
+    }
+    if (wake) s.notify();
     return st;
   });
 }

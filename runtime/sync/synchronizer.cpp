@@ -101,16 +101,23 @@ Synchronizer::~Synchronizer() {
       if (e->request) comm_->wait(e->request, -1.0), comm_->free(e->request);
 }
 
+bool Synchronizer::in_flight() const {
+  for (const auto& [slot, exchanges] : slots_)
+    for (const auto& e : exchanges)
+      if (e->request && e->request->status == GW_IN_PROGRESS) return true;
+  for (const auto& [fragment, flight] : outer_)
+    for (const auto& e : flight.exchanges)
+      if (e->request && e->request->status == GW_IN_PROGRESS) return true;
+  return false;
+}
+
 void Synchronizer::progress_loop() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    bool active = false;
-    for (const auto& [slot, exchanges] : slots_)
-      for (const auto& e : exchanges) active = active || (e->request && e->request->status == GW_IN_PROGRESS);
-    for (const auto& [fragment, flight] : outer_)
-      for (const auto& e : flight.exchanges) active = active || (e->request && e->request->status == GW_IN_PROGRESS);
-    if (!active) {
+    if (!in_flight()) {
+      progress_idle_ = true;
       wake_.wait(lock);
+      progress_idle_ = false;
       continue;
     }
     try {

@@ -312,12 +312,19 @@ class Synchronizer {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool progress_idle_ = false;  // the progress thread waits for a notify (nothing was in flight)
   std::thread progress_thread_;
+
+  bool in_flight() const;
 
 
  public:
   std::mutex& mutex() { return mutex_; }
-  // Called by the C ABI with the mutex held, after each call: let the progress thread look again.
+  // Asked by the C ABI with the mutex held, after each call: whether the progress thread sleeps while
+  // an exchange is in flight, so that notify() must wake it. Waking it for nothing costs a rank whose
+  // host has more ranks than cores its core in the middle of the call (the woken thread takes it).
+  bool wants_progress() const { return progress_idle_ && in_flight(); }
+  // Called by the C ABI after releasing the mutex, when wants_progress() said so.
   void notify() { wake_.notify_all(); }
 };
 

@@ -1,8 +1,11 @@
 // One rank of the synchronizer tests, started by `gradwire run -n N -- sync_rank CASE [ARGS]`. C ABI only.
 // Prints "OK rank r" at the end; the driver is sync_test.cpp.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "common.hpp"
 
@@ -506,6 +509,50 @@ void case_mismatch(gw_comm* comm) {
   expect_error(gw_sync_finalize(s), GW_ERR_MISMATCH, "finalize with different tensors");
 }
 
+// An exchange that outlives gw_sync_step (async, a streamed DiLoCo fragment) moves while the application
+// makes no gw_sync call: the synchronizer's progress thread drives it. Rank 0 starts it and then stays
+// out of gw_sync until rank 1, whose next steps wait for that exchange, leaves the file `mark`; rank 1
+// can only get there if rank 0's side of the exchange progressed in the background.
+void case_background_progress(gw_comm* comm, const std::string& schedule, const std::string& mark) {
+  Model m;
+  m.add("w", 1u << 20);  // 4 MiB: a message that needs the receiver's progress (no eager send)
+  std::string toml = "[codec]\nname = \"none\"\n[schedule]\nname = \"" + schedule + "\"\n";
+  uint64_t started = 0, finished = 0;  // the step whose gw_sync_step starts the exchange, the one that waits
+  if (schedule == "async") {
+    toml += "[schedule.async]\nstaleness = 1\n";
+    started = 0, finished = 1;
+  } else if (schedule == "diloco") {
+    toml += "[schedule.diloco]\ninner_steps = 2\ndelay = 1\n";
+    started = 2, finished = 3;
+  } else {
+    die("background-progress: unknown schedule " + schedule);
+  }
+  Sync s(comm, toml, m, schedule == "diloco");
+  for (uint64_t step = 0; step <= finished; ++step) {
+    m.fill(g_rank, step, true);
+    if (g_rank == 0 && step == started + 1) {
+      // Out of gw_sync until rank 1 has finished the exchange.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      for (;;) {
+        if (std::FILE* f = std::fopen(mark.c_str(), "r")) {
+          std::fclose(f);
+          break;
+        }
+        if (std::chrono::steady_clock::now() > deadline)
+          die(schedule + ": rank 1 did not finish the exchange of step " + std::to_string(started) + " in 20 s while "
+              "rank 0 made no gw_sync call: no progress thread moved rank 0's side of it");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+    s.step();
+    if (g_rank == 1 && step == finished) {
+      std::FILE* f = std::fopen(mark.c_str(), "w");
+      if (!f) die("cannot write " + mark);
+      std::fclose(f);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -524,6 +571,7 @@ int main(int argc, char** argv) {
   else if (c == "error-feedback-codecs") case_error_feedback_codecs(comm);
   else if (c == "errors") case_errors(comm);
   else if (c == "mismatch") case_mismatch(comm);
+  else if (c == "background-progress") case_background_progress(comm, argv[2], argv[3]);
   else die("unknown case " + c);
   check(gw_comm_destroy(comm), "gw_comm_destroy");
   check(gw_runtime_destroy(rt), "gw_runtime_destroy");

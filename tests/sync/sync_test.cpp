@@ -117,6 +117,13 @@ TEST(Sync, AccumulateContract) { expect_ok(3, GW_SYNC_RANK, "schedule accumulate
 TEST(Sync, LocalSgdContract) { expect_ok(3, GW_SYNC_RANK, "schedule local_sgd"); }
 TEST(Sync, AsyncStalenessIsExactlyS) { expect_ok(2, GW_SYNC_RANK, "schedule async"); }
 TEST(Sync, SkippedStepLeavesNoTrace) { expect_ok(2, GW_SYNC_RANK, "skip"); }
+TEST(Sync, AnExchangeInFlightMovesWhileTheApplicationMakesNoCall) {
+  // Rank 0 stays out of gw_sync after starting the exchange until rank 1 has finished it (sync_rank.cpp).
+  for (const char* schedule : {"async", "diloco"}) {
+    gwtest::TempDir dir;
+    expect_ok(2, GW_SYNC_RANK, std::string("background-progress ") + schedule + " " + (dir.path / "finished").string());
+  }
+}
 TEST(Sync, ErrorFeedbackKeptOnlyForTheListedCodecs) { expect_ok(2, GW_SYNC_RANK, "error-feedback-codecs"); }
 TEST(Sync, SaveRestoreContinuesExactly) {
   expect_ok(2, GW_SYNC_RANK, "save-restore async int8");
