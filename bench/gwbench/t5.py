@@ -49,18 +49,31 @@ def summary(rows):
             print(f"T5 at {link}: 4 ranks, {res[0]['parameters'] / 1e6:.2f} M parameters, {res[0]['steps']} inner steps, "
                   f"H = {res[0]['inner_steps']}; target loss {target:.4f}" if target else f"T5 at {link}")
             print()
-            print("| configuration | final loss | vs ddp | train s | s to target | vs hook | MB sent/rank | ddp bytes / these | in gradwire's step |")
-            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+            print("| configuration | final loss | vs ddp | train s | ms/step | s to target | vs hook | MB sent/rank | ddp bytes / these | in gradwire's step |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             hook_t = reach(hook) if hook else None
             for r in res:
-                t = reach(r)
-                gap = f"{100 * (r['final_loss'] / base['final_loss'] - 1):+.2f} %" if base else "-"
+                compute = r["config"] == "compute"  # no exchange: one rank's training, the step's floor
+                t = reach(r) if not compute else None
+                gap = f"{100 * (r['final_loss'] / base['final_loss'] - 1):+.2f} %" if base and not compute else "-"
                 s = sent(r)
-                ratio = f"{sent(base) / s:.0f}x" if base and s and sent(base) else "-"
+                ratio = f"{sent(base) / s:.0f}x" if base and s and sent(base) and not compute else "-"
                 up = f"{hook_t / t:.1f}x" if hook_t and t else "-"
                 share = f"{100 * r['sync_share']:.1f} %" if "sync_share" in r else "-"
-                print(f"| {r['config']} | {r['final_loss']:.4f} | {gap} | {r['train_seconds']:.0f} | "
-                      f"{t if t is not None else 'not reached'} | {up} | {s / 1e6 if s else 0:.2f} | {ratio} | {share} |")
+                ms = r.get("step_ms", 1e3 * r["train_seconds"] / r["steps"])
+                reached = "-" if compute else (t if t is not None else "not reached")
+                print(f"| {r['config']} | {r['final_loss']:.4f} | {gap} | {r['train_seconds']:.0f} | {ms:.1f} | "
+                      f"{reached} | {up} | {s / 1e6 if s else 0:.2f} | {ratio} | {share} |")
+            floor = next((r for r in res if r["config"] == "compute"), None)
+            if floor and hook and hook_t:
+                # No configuration steps faster than one that never communicates: one that needs at least the
+                # hook's inner steps to reach the target is at most this much sooner than the hook.
+                bound = hook["step_ms"] / floor["step_ms"] if "step_ms" in hook and "step_ms" in floor else None
+                if bound:
+                    print()
+                    print(f"The step without any exchange (compute) takes {floor['step_ms']:.1f} ms, the hook's "
+                          f"{hook['step_ms']:.1f} ms: a configuration that needs the hook's inner steps to reach "
+                          f"the target is at most {bound:.2f}x sooner than the hook.")
             print()
     return text.getvalue()
 

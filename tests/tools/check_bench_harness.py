@@ -61,14 +61,23 @@ def main():
         res = {"kind": "result", "link": "loopback", "parameters": 2e6, "steps": 100, "inner_steps": 10, "target": None,
                "interface_bytes": None, "train_seconds": 50.0}
         write_jsonl(os.path.join(t5, "t5.jsonl"), [
+            dict(res, config="compute", final_loss=2.5, gradwire_payload_bytes=None, train_seconds=2.0, step_ms=20.0),
             dict(res, config="ddp", final_loss=2.0, gradwire_payload_bytes=None),
+            dict(res, config="gw-hook", final_loss=2.01, gradwire_payload_bytes=None, train_seconds=4.0, step_ms=40.0),
             dict(res, config="diloco-int8", final_loss=2.02, gradwire_payload_bytes=2e6, sync_share=0.05),
+            {"kind": "eval", "link": "loopback", "config": "compute", "loss": 2.0, "seconds": 1},
+            {"kind": "eval", "link": "loopback", "config": "gw-hook", "loss": 2.03, "seconds": 3},
             {"kind": "eval", "link": "loopback", "config": "diloco-int8", "loss": 2.03, "seconds": 12}])
         r = run(root, "--summary", "T5", t5)
         expect(r.returncode == 0, f"T5 summary failed: {r.stderr}")
         expect("target loss 2.0400" in r.stdout, "T5: the target is not DDP's final loss x 1.02")
-        expect("| diloco-int8 | 2.0200 | +1.00 % | 50 | 12 | - | 2.00 | - | 5.0 % |" in r.stdout,
+        # A row without step_ms (older output) gets train seconds / steps.
+        expect("| diloco-int8 | 2.0200 | +1.00 % | 50 | 500.0 | 12 | 0.2x | 2.00 | - | 5.0 % |" in r.stdout,
                f"T5: diloco-int8's row is wrong:\n{r.stdout}")
+        # The floor: compared with nothing, its target crossing not timed; the bound is the hook's step over it.
+        expect("| compute | 2.5000 | - | 2 | 20.0 | - | - | 0.00 | - | - |" in r.stdout,
+               f"T5: the compute row is wrong:\n{r.stdout}")
+        expect("is at most 2.00x sooner than the hook" in r.stdout, f"T5: the floor's bound is missing:\n{r.stdout}")
 
         val = os.path.join(d, "val")
         os.makedirs(val)

@@ -4,8 +4,13 @@
 The task: a character-level transformer language model (2 layers, width 64, context 32, about 0.13 M
 parameters) on the licence texts every Debian system has (/usr/share/common-licenses, base-files): a real
 text corpus that needs thousands of steps to learn, with a model small enough that a few thousand steps of
-4 ranks fit on two shared cores. The inner optimizer is AdamW (DiLoCo's), the same recipe everywhere:
+4 ranks fit on two shared cores. The inner optimizer is AdamW (DiLoCo's), the same recipe everywhere: a
+linear warm-up over --warmup steps, then a cosine decay to --min-lr x the peak --lr at the last step (the
+inner schedule of the DiLoCo paper; a constant rate leaves every configuration's loss swinging at the end,
+and the final values then compare noise). The configurations:
 
+  compute             no exchange at all: each rank trains alone, the step's floor on this machine (its
+                      loss is one rank's training, not comparable to the others)
   ddp                 DDP's own allreduce (gloo), no hook
   gw-hook             DDP with gradwire's hook, the best per-step codec of T2 (top-k 1 % + error feedback)
   local-sgd           parameters averaged every H steps (the diloco schedule with outer lr 1, momentum 0)
@@ -38,7 +43,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # the gradwire package of this tree
 import gradwire.torch as gwt  # noqa: E402
 
 CORPUS = "/usr/share/common-licenses"
-CONFIGS = ["ddp", "gw-hook", "local-sgd", "diloco", "diloco-int8", "diloco-sparse", "diloco-streaming"]
+CONFIGS = ["compute", "ddp", "gw-hook", "local-sgd", "diloco", "diloco-int8", "diloco-sparse", "diloco-streaming"]
 
 
 def corpus():
@@ -90,6 +95,19 @@ def evaluate(model, held, context):
     return loss
 
 
+def schedule(args):
+    """The inner learning rate of step s (0-based): linear warm-up, then cosine decay to min_lr x lr."""
+    warmup = args.warmup if args.warmup is not None else max(1, args.steps // 20)
+    def lr_at(s):
+        if s < warmup:
+            return args.lr * (s + 1) / warmup
+        if args.decay == "none":
+            return args.lr
+        t = (s - warmup) / max(1, args.steps - 1 - warmup)
+        return args.lr * (args.min_lr + (1 - args.min_lr) * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
+    return lr_at
+
+
 def tx_bytes(device):
     try:
         with open(f"/sys/class/net/{device}/statistics/tx_bytes") as f:
@@ -103,8 +121,11 @@ def run(args, config, train, held):
     torch.manual_seed(args.seed)
     model = LM(context=args.context)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    lr_at = schedule(args)
     ddp, state, diloco = model, None, None
-    if config in ("ddp", "gw-hook"):
+    if config == "compute":
+        pass
+    elif config in ("ddp", "gw-hook"):
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         if config == "gw-hook":
             state = gwt.HookState(codec="topk", error_feedback=True, ratio=0.01, model=ddp)
@@ -131,6 +152,8 @@ def run(args, config, train, held):
     for step in range(args.steps):
         x, y = batch(train, rank, step, args.batch, args.context, args.seed)
         t0 = time.monotonic()
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step)
         opt.zero_grad(set_to_none=True)
         out = ddp(x)
         torch.nn.functional.cross_entropy(out.reshape(-1, 256), y.reshape(-1)).backward()
@@ -169,6 +192,7 @@ def run(args, config, train, held):
     result = {"kind": "result", "config": config, "link": args.link, "ranks": world, "steps": args.steps,
               "parameters": sum(p.numel() for p in model.parameters()), "inner_steps": args.inner_steps,
               "final_loss": round(loss, 4), "train_seconds": round(trained, 2),
+              "step_ms": round(1e3 * trained / args.steps, 2), "lr": args.lr, "decay": args.decay,
               "interface_bytes": interface, "gradwire_payload_bytes": sent,
               "target": args.target, "target_step": reached[0] if reached else None,
               "target_seconds": round(reached[1], 2) if reached else None}
@@ -193,6 +217,9 @@ def main():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--context", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default: steps / 20)")
+    p.add_argument("--decay", choices=["cosine", "none"], default="cosine")
+    p.add_argument("--min-lr", type=float, default=0.1, help="the decayed rate at the last step, x --lr")
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--target", type=float, default=None, help="the loss whose first crossing is timed")
     p.add_argument("--seed", type=int, default=1)
