@@ -14,6 +14,7 @@ pkgs=(
   libeigen3-dev                                 # dense math of `gradwire train`
   zlib1g-dev                                    # `gradwire train` reads the gzip-compressed IDX files
   dataset-fashion-mnist                         # the training data set
+  python3.11-doc                                # benchmark T5's text corpus (the documentation's sources)
   clang libclang-rt-14-dev                      # libFuzzer targets
   iproute2 iputils-ping                         # network namespaces for the one-machine cluster
   python3-torch                                 # PyTorch DDP, the peer of benchmark T1

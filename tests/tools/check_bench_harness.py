@@ -77,7 +77,20 @@ def main():
         # The floor: compared with nothing, its target crossing not timed; the bound is the hook's step over it.
         expect("| compute | 2.5000 | - | 2 | 20.0 | - | - | 0.00 | - | - |" in r.stdout,
                f"T5: the compute row is wrong:\n{r.stdout}")
-        expect("is at most 2.00x sooner than the hook" in r.stdout, f"T5: the floor's bound is missing:\n{r.stdout}")
+        expect("no configuration steps more than 2.00x faster than the hook" in r.stdout and
+               "fewer than 40 % of the hook's inner steps" in r.stdout, f"T5: the floor's bound is missing:\n{r.stdout}")
+
+        # The hook never reached the target: a configuration that did is at least the hook's time over its own sooner.
+        write_jsonl(os.path.join(t5, "t5.jsonl"), [
+            dict(res, config="ddp", final_loss=2.0, gradwire_payload_bytes=None),
+            dict(res, config="gw-hook", final_loss=2.1, gradwire_payload_bytes=None, train_seconds=40.0, step_ms=400.0),
+            dict(res, config="diloco-int8", final_loss=2.02, gradwire_payload_bytes=2e6),
+            {"kind": "eval", "link": "loopback", "config": "gw-hook", "loss": 2.1, "seconds": 40},
+            {"kind": "eval", "link": "loopback", "config": "diloco-int8", "loss": 2.03, "seconds": 16}])
+        r = run(root, "--summary", "T5", t5)
+        expect("| gw-hook | 2.1000 | +5.00 % | 40 | 400.0 | not reached | - |" in r.stdout, f"T5: the hook's row:\n{r.stdout}")
+        expect("The hook did not reach the target in 100 inner steps (40 s); diloco-int8 reached it in 16 s: at least "
+               "2.50x sooner." in r.stdout, f"T5: the lower bound over a hook that never reached the target:\n{r.stdout}")
 
         val = os.path.join(d, "val")
         os.makedirs(val)
