@@ -179,17 +179,34 @@ Result run_scenario(const Scenario& s, const std::string& flags = "--keep-going"
 
 // The checks every fault shares: the victim faulted, every survivor reported an error naming it within
 // `bound_s` of the fault, everyone destroyed cleanly, nothing left running.
-void expect_survivors_name_the_victim(const Scenario& s, const Result& res, double bound_s, const std::string& status) {
-  ASSERT_FALSE(res.job.timed_out) << s.name() << ": the job did not end within its limit:\n" << res.job.output;
+// Returns how many survivors UCX 1.13.1's TCP defect ended instead (below).
+int expect_survivors_name_the_victim(const Scenario& s, const Result& res, double bound_s, const std::string& status) {
+  [&] {
+    ASSERT_FALSE(res.job.timed_out) << s.name() << ": the job did not end within its limit:\n" << res.job.output;
+  }();
+  if (res.job.timed_out) return 0;
   EXPECT_TRUE(res.leftovers.empty()) << s.name() << ": " << res.leftovers.size() << " rank processes remain";
   const auto v = res.ranks.find(s.victim);
-  ASSERT_TRUE(v != res.ranks.end() && v->second.faulted) << s.name() << ": the victim never faulted:\n" << res.job.output;
+  const bool faulted = v != res.ranks.end() && v->second.faulted;
+  EXPECT_TRUE(faulted) << s.name() << ": the victim never faulted:\n" << res.job.output;
+  if (!faulted) return 0;
   std::string figure;
+  int by_ucx = 0;
   for (int r = 0; r < s.ranks; ++r) {
     if (r == s.victim) continue;
     const auto it = res.ranks.find(r);
-    ASSERT_TRUE(it != res.ranks.end() && it->second.errored) << s.name() << ": rank " << r << " reported no error:\n"
-                                                             << res.job.output;
+    // A survivor in the middle of a zero-copy send to a victim whose process closed its connections
+    // (exited after an abort, or killed) meets UCX 1.13.1's TCP double completion and is aborted by UCX
+    // (docs/faults.md, "UCX's TCP transport when a peer vanishes"): over TCP that exact end, and only it,
+    // stands for a survivor's report, as long as another survivor reports properly.
+    if (s.tls == "tcp" && it != res.ranks.end() && it->second.ucx_tcp_double_completion && !it->second.errored) {
+      ++by_ucx;
+      figure += " rank " + std::to_string(r) + " aborted by UCX 1.13.1's TCP double completion";
+      continue;
+    }
+    const bool errored = it != res.ranks.end() && it->second.errored;
+    EXPECT_TRUE(errored) << s.name() << ": rank " << r << " reported no error:\n" << res.job.output;
+    if (!errored) continue;
     const RankReport& rep = it->second;
     EXPECT_FALSE(rep.failed) << res.job.output;
     if (status.empty()) EXPECT_EQ(rep.status.rfind("GW_ERR_", 0), 0u) << rep.status;
@@ -204,7 +221,10 @@ void expect_survivors_name_the_victim(const Scenario& s, const Result& res, doub
     std::snprintf(one, sizeof(one), " rank %d %s %.2f s", r, rep.status.c_str(), seconds);
     figure += one;
   }
+  EXPECT_LT(by_ucx, s.ranks - 1) << s.name() << ": no survivor reported an error; UCX aborted every one:\n"
+                                 << res.job.output;
   std::printf("figure: %s:%s\n", s.name().c_str(), figure.c_str());
+  return by_ucx;
 }
 
 class Faults : public ::testing::TestWithParam<std::string> {};
@@ -269,8 +289,9 @@ TEST_P(Faults, StopDuringAllreduce) {
 TEST_P(Faults, AbortFromAnotherThreadDuringAllreduce) {
   const Scenario s{"allreduce", "abort", 3, 1, GetParam()};
   const Result res = run_scenario(s);
-  EXPECT_EQ(res.job.code, 0) << res.job.output;
-  expect_survivors_name_the_victim(s, res, 2 * kTimeoutS + kSlackS, "");
+  // A survivor aborted by UCX's TCP defect (above) ends the job with its SIGABRT.
+  const int by_ucx = expect_survivors_name_the_victim(s, res, 2 * kTimeoutS + kSlackS, "");
+  EXPECT_EQ(res.job.code, by_ucx > 0 ? 128 + 6 : 0) << res.job.output;
   const auto v = res.ranks.find(s.victim);
   ASSERT_TRUE(v != res.ranks.end() && v->second.errored) << res.job.output;
   EXPECT_EQ(v->second.status, "GW_ERR_ABORTED") << v->second.message;
@@ -284,8 +305,8 @@ INSTANTIATE_TEST_SUITE_P(Ucx, Faults, ::testing::Values("shm", "tcp"),
 TEST(FaultsSync, AbortFromAnotherThreadDuringAsyncSyncStep) {
   const Scenario s{"sync-async", "abort", 3, 0, "tcp"};
   const Result res = run_scenario(s);
-  EXPECT_EQ(res.job.code, 0) << res.job.output;
-  expect_survivors_name_the_victim(s, res, 2 * kTimeoutS + kSlackS, "");
+  const int by_ucx = expect_survivors_name_the_victim(s, res, 2 * kTimeoutS + kSlackS, "");
+  EXPECT_EQ(res.job.code, by_ucx > 0 ? 128 + 6 : 0) << res.job.output;
   const auto v = res.ranks.find(s.victim);
   ASSERT_TRUE(v != res.ranks.end() && v->second.errored) << res.job.output;
   EXPECT_EQ(v->second.status, "GW_ERR_ABORTED") << v->second.message;
