@@ -6,10 +6,12 @@ parameters) on the reStructuredText sources of Python's documentation (Debian's 
 English prose and code): a real text corpus that needs thousands of steps to learn and that these steps do
 not exhaust (4 ranks x 16 sequences x 32 bytes a step read 6 M bytes in 3000 steps, about half of it), with
 a model small enough that a few thousand steps of 4 ranks fit on two shared cores. Every 20th file is held
-out; the loss is measured on 512 windows spread evenly over them. The inner optimizer is AdamW (DiLoCo's), the same recipe everywhere: a
-linear warm-up over --warmup steps, then a cosine decay to --min-lr x the peak --lr at the last step (the
-inner schedule of the DiLoCo paper; a constant rate leaves every configuration's loss swinging at the end,
-and the final values then compare noise). The configurations:
+out; the loss is measured on 512 windows spread evenly over them.
+
+The inner optimizer is AdamW (DiLoCo's), the same recipe everywhere: a linear warm-up over --warmup steps,
+then a cosine decay to --min-lr x the peak --lr at the last step (the inner schedule of the DiLoCo paper;
+a constant rate leaves every configuration's loss swinging at the end, and the final values then compare
+noise). The configurations:
 
   compute             no exchange at all: each rank trains alone, the step's floor on this machine (its
                       loss is one rank's training, not comparable to the others)
@@ -127,14 +129,12 @@ def run(args, config, train, held):
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     lr_at = schedule(args)
     ddp, state, diloco = model, None, None
-    if config == "compute":
-        pass
-    elif config in ("ddp", "gw-hook"):
+    if config in ("ddp", "gw-hook"):
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         if config == "gw-hook":
             state = gwt.HookState(codec="topk", error_feedback=True, ratio=0.01, model=ddp)
             ddp.register_comm_hook(state, gwt.hook)
-    else:
+    elif config != "compute":  # compute: no exchange at all
         kw = dict(codec="none", inner_steps=args.inner_steps, outer_lr=args.outer_lr, outer_momentum=args.outer_momentum)
         if config == "local-sgd":
             kw.update(outer_lr=1.0, outer_momentum=0.0, nesterov=False)
