@@ -6,7 +6,9 @@ DDP with gradwire's best per-step hook (top-k 1 % + error feedback), local SGD, 
 sparseq (top-k 3 % at 2 bits) pseudo-gradients, and streaming DiLoCo. One table per link rate: final loss
 after the same inner steps and its gap to DDP's, training time, time to the target loss (DDP's final loss
 + 2 %, from a DDP run at the first rate unless TARGET is set) and the speed-up over the per-step hook,
-bytes each rank sent and DDP's bytes over them, the share of the step spent inside gradwire's step.
+bytes each rank sent and DDP's bytes over them, the share of the step spent inside gradwire's step (the mean
+over the ranks) and the part of it that every rank spent there at the same step (gradwire's work and the
+network's, not a rank waiting for a slower one).
 
     bench/run.py T5 [t5_diloco.py options...]      e.g. --steps 200 --configs ddp,diloco-int8
 
@@ -50,8 +52,8 @@ def summary(rows):
             print(f"T5 at {link}: 4 ranks, {res[0]['parameters'] / 1e6:.2f} M parameters, {res[0]['steps']} inner steps, "
                   f"H = {res[0]['inner_steps']}; target loss {target:.4f}" if target else f"T5 at {link}")
             print()
-            print("| configuration | final loss | vs ddp | train s | ms/step | s to target | vs hook | MB sent/rank | ddp bytes / these | in gradwire's step |")
-            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            print("| configuration | final loss | vs ddp | train s | ms/step | s to target | vs hook | MB sent/rank | ddp bytes / these | in gradwire's step | of it, every rank |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             hook_t = reach(hook) if hook else None
             for r in res:
                 compute = r["config"] == "compute"  # no exchange: one rank's training, the step's floor
@@ -61,10 +63,13 @@ def summary(rows):
                 ratio = f"{sent(base) / s:.0f}x" if base and s and sent(base) and not compute else "-"
                 up = f"{hook_t / t:.1f}x" if hook_t and t else "-"
                 share = f"{100 * r['sync_share']:.1f} %" if "sync_share" in r else "-"
+                # Per step the least time any rank spent in gradwire's step: its work and the network's, not
+                # the time a rank waited for a slower one (results from before it was measured have none).
+                every = f"{100 * r['sync_share_every_rank']:.1f} %" if "sync_share_every_rank" in r else "-"
                 ms = r.get("step_ms", 1e3 * r["train_seconds"] / r["steps"])
-                reached = "-" if compute else (t if t is not None else "not reached")
+                reached = "-" if compute or target is None else (t if t is not None else "not reached")
                 print(f"| {r['config']} | {r['final_loss']:.4f} | {gap} | {r['train_seconds']:.0f} | {ms:.1f} | "
-                      f"{reached} | {up} | {s / 1e6 if s else 0:.2f} | {ratio} | {share} |")
+                      f"{reached} | {up} | {s / 1e6 if s else 0:.2f} | {ratio} | {share} | {every} |")
             if hook and hook_t is None and target is not None:
                 # The hook did not reach the target within the run: it needs more than all its training time,
                 # so a configuration that reached it is at least that time over its own sooner.

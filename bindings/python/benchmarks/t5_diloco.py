@@ -27,8 +27,11 @@ noise). The configurations:
 Prints JSON lines (rank 0): "eval" per evaluation (held-out loss of rank 0's model) and "result" per
 configuration: final loss after --steps inner steps, training time, the time and the step at which the
 loss first reached --target (when given), bytes this rank's interface sent (or gradwire's payload bytes),
-and for gradwire's synchronizer the share of the training time spent inside its step (waiting on the
-network, or encoding) after the first outer step. Evaluations are excluded from the training time.
+and for gradwire's synchronizer two shares of the training time after the first outer step: the time
+inside its step (gw_sync_step: waiting, encoding, the outer update), the mean over the ranks; and the part of
+it that every rank spent at the same step (per step the least time any rank spent inside it, summed): gradwire's
+own work and waiting on the network, without the time a rank waited for a slower one to reach the exchange.
+Evaluations are excluded from the training time.
 
 Run one rank per process under `gradwire run` (scripts/bench-t5.sh, behind rate-limited links).
 """
@@ -122,6 +125,20 @@ def tx_bytes(device):
         return None
 
 
+def sync_shares(in_sync, after_first, world):
+    """The shares of the training time after the first outer step inside gradwire's step, from every rank's
+    per-step times: the mean over the ranks, and per step the least any rank spent there, summed (the last rank
+    to reach an exchange waits for no slower rank: only for the network, and for gradwire's own work)."""
+    mine = torch.tensor([after_first] + in_sync, dtype=torch.float64)
+    every = [torch.zeros_like(mine) for _ in range(world)]
+    dist.all_gather(every, mine)
+    times = torch.stack(every)
+    after = times[:, 0]
+    steps = times[:, 1:]
+    return {"sync_share": round(float((steps.sum(dim=1) / after).mean()), 4),
+            "sync_share_every_rank": round(float(steps.min(dim=0).values.sum() / after.mean()), 4)}
+
+
 def run(args, config, train, held):
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(args.seed)
@@ -149,7 +166,7 @@ def run(args, config, train, held):
     dist.barrier()
     tx0 = tx_bytes(args.device)
     trained = 0.0
-    in_sync = 0.0       # seconds inside gradwire's step after the first outer step
+    in_sync = [0.0] * args.steps  # seconds inside gradwire's step, per step after the first outer step
     after_first = 0.0   # training seconds after the first outer step
     reached = None
     loss = None
@@ -171,7 +188,7 @@ def run(args, config, train, held):
             if flags["outer_step"]:
                 diloco.outer_steps += 1
             if step > args.inner_steps:
-                in_sync += time.monotonic() - t1
+                in_sync[step] = time.monotonic() - t1
         dt = time.monotonic() - t0
         trained += dt
         if step > args.inner_steps:
@@ -202,7 +219,7 @@ def run(args, config, train, held):
               "target": args.target, "target_step": reached[0] if reached else None,
               "target_seconds": round(reached[1], 2) if reached else None}
     if diloco is not None and after_first > 0:
-        result["sync_share"] = round(in_sync / after_first, 4)
+        result.update(sync_shares(in_sync, after_first, world))
     if rank == 0:
         print(json.dumps(result), flush=True)
     dist.barrier()
