@@ -62,10 +62,9 @@ def summary(rows):
                 s = sent(r)
                 ratio = f"{sent(base) / s:.0f}x" if base and s and sent(base) and not compute else "-"
                 up = f"{hook_t / t:.1f}x" if hook_t and t else "-"
-                share = f"{100 * r['sync_share']:.1f} %" if "sync_share" in r else "-"
-                # Per step the least time any rank spent in gradwire's step: its work and the network's, not
-                # the time a rank waited for a slower one (results from before it was measured have none).
-                every = f"{100 * r['sync_share_every_rank']:.1f} %" if "sync_share_every_rank" in r else "-"
+                # The mean rank's share in gradwire's step, and per step the least of any rank's: its work and
+                # the network's, not a rank waiting for a slower one (older results have only the first).
+                share, every = (f"{100 * r[k]:.1f} %" if k in r else "-" for k in ("sync_share", "sync_share_every_rank"))
                 ms = r.get("step_ms", 1e3 * r["train_seconds"] / r["steps"])
                 reached = "-" if compute or target is None else (t if t is not None else "not reached")
                 print(f"| {r['config']} | {r['final_loss']:.4f} | {gap} | {r['train_seconds']:.0f} | {ms:.1f} | "
